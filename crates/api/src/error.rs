@@ -1,0 +1,137 @@
+//! The one place where failures become HTTP answers. Every error body has the shape
+//! `{"error":{"code":"...","message":"..."}}`; `code` is stable, `message` is for people.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ledgerboard_core::db::StoreError;
+use ledgerboard_core::domain::ValidationError;
+use serde::Serialize;
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// The request body is not the JSON the endpoint takes (400).
+    MalformedBody(String),
+    /// A path segment could not be read (400).
+    BadPath(String),
+    /// A well-formed request with an invalid value (422).
+    Invalid(ValidationError),
+    /// The score would leave the range a Redis double holds exactly (422).
+    ScoreOutOfRange,
+    /// The event id was used before with another payload (409).
+    EventIdReused(String),
+    /// Body larger than the configured limit (413).
+    PayloadTooLarge,
+    NotFound,
+    MethodNotAllowed,
+    /// A dependency did not answer in time, or at all (503, with Retry-After).
+    Unavailable(String),
+    /// The request took longer than `api.request_timeout_ms` (503).
+    Timeout,
+    /// A bug or an unexpected state; the details go to the log only (500).
+    Internal(String),
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: String,
+}
+
+impl ApiError {
+    fn parts(&self) -> (StatusCode, &'static str, String) {
+        match self {
+            Self::MalformedBody(m) => (StatusCode::BAD_REQUEST, "malformed_body", m.clone()),
+            Self::BadPath(m) => (StatusCode::BAD_REQUEST, "invalid_path", m.clone()),
+            Self::Invalid(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()),
+            Self::ScoreOutOfRange => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "score_out_of_range",
+                StoreError::ScoreOutOfRange.to_string(),
+            ),
+            Self::EventIdReused(m) => (StatusCode::CONFLICT, "event_id_reused", m.clone()),
+            Self::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than this server accepts".into(),
+            ),
+            Self::NotFound => (
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such resource".into(),
+            ),
+            Self::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this resource does not take that method".into(),
+            ),
+            Self::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the database is unavailable; retry later".into(),
+            ),
+            Self::Timeout => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout",
+                "the request took too long; retry later".into(),
+            ),
+            Self::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error".into(),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match &self {
+            Self::Internal(detail) => tracing::error!(error = %detail, "request failed"),
+            Self::Unavailable(detail) => tracing::warn!(error = %detail, "dependency unavailable"),
+            _ => {}
+        }
+        let (status, code, message) = self.parts();
+        let mut response = (
+            status,
+            Json(ErrorBody {
+                error: ErrorDetail { code, message },
+            }),
+        )
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+impl From<ValidationError> for ApiError {
+    fn from(e: ValidationError) -> Self {
+        Self::Invalid(e)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::ScoreOutOfRange => Self::ScoreOutOfRange,
+            StoreError::EventIdReused(_) => Self::EventIdReused(e.to_string()),
+            // Contended only survives the store's retries under extreme contention: a retry
+            // later is the right answer for the client.
+            StoreError::Unavailable(_) | StoreError::Contended(_) => {
+                Self::Unavailable(e.to_string())
+            }
+            StoreError::SchemaMismatch(_) | StoreError::Internal(_) => {
+                Self::Internal(e.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! `ledgerboard-api`: the HTTP daemon for score commands (and, later, reads).
+
+pub mod error;
+mod routes;
+pub mod state;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use ledgerboard_core::config::ApiSettings;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ApiError;
+pub use crate::state::AppState;
+
+/// The whole HTTP surface, with the limits from `api.*` settings.
+pub fn router(state: AppState, settings: &ApiSettings) -> Router {
+    let request_timeout = settings.request_timeout();
+    Router::new()
+        .route(
+            "/v1/boards/{board}/scores",
+            post(routes::commands::post_score),
+        )
+        .fallback(async || ApiError::NotFound)
+        .method_not_allowed_fallback(async || ApiError::MethodNotAllowed)
+        .layer(DefaultBodyLimit::max(settings.body_limit_bytes))
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            bounded_request(req, next, request_timeout)
+        }))
+        .with_state(state)
+}
+
+/// Ends any request that runs past the bound with a JSON 503 instead of letting it hang.
+async fn bounded_request(req: Request, next: Next, limit: Duration) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout.into_response(),
+    }
+}
+
+/// Serves until `cancel` fires, then stops accepting and lets in-flight requests finish for at
+/// most `grace`.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    cancel: CancellationToken,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(cancel.clone().cancelled_owned());
+    tokio::select! {
+        result = server => result,
+        _ = async { cancel.cancelled().await; tokio::time::sleep(grace).await } => {
+            tracing::warn!(?grace, "requests still running after the shutdown grace; exiting");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! HTTP routes. Handlers validate input into domain types, call the store, and return JSON;
+//! status codes are decided in `error.rs` only.
+
+pub mod commands;
+
+use axum::extract::rejection::PathRejection;
+
+use crate::error::ApiError;
+
+pub(crate) fn path_error(rejection: PathRejection) -> ApiError {
+    ApiError::BadPath(rejection.body_text())
+}

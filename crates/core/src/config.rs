@@ -1,0 +1,460 @@
+//! Settings: built-in defaults, then an optional TOML file, then environment variables
+//! `LEDGERBOARD__<SECTION>__<NAME>` (for example `LEDGERBOARD__DATABASE__URL`). Every field has
+//! a bound; a value outside it, a value of the wrong type or an unknown name stops the daemon
+//! with a message that names the setting.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub const ENV_PREFIX: &str = "LEDGERBOARD";
+const ENV_SEPARATOR: &str = "__";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("configuration: {setting} ({env}): {reason}")]
+    Invalid {
+        setting: &'static str,
+        env: String,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub api: ApiSettings,
+    pub shutdown: ShutdownSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// `postgres://user:password@host:port/dbname`. Never logged with its password.
+    pub url: String,
+    /// Upper bound on connections this process opens.
+    pub pool_max_size: usize,
+    /// Bound on establishing one connection (TCP + start-up).
+    pub connect_timeout_ms: u64,
+    /// Bound on waiting for a free pooled connection; past it a request gets 503.
+    pub pool_wait_timeout_ms: u64,
+    /// `statement_timeout` of every session, and (with a margin) the client-side bound on one
+    /// round trip.
+    pub statement_timeout_ms: u64,
+    /// How long a daemon waits for PostgreSQL to answer at start-up before giving up.
+    pub startup_timeout_ms: u64,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: "postgres://postgres@127.0.0.1:5432/ledgerboard".into(),
+            pool_max_size: 16,
+            connect_timeout_ms: 2_000,
+            pool_wait_timeout_ms: 2_000,
+            statement_timeout_ms: 5_000,
+            startup_timeout_ms: 120_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    pub url: String,
+    /// Prefix of every key (see `keys`), so deployments and tests can share one Redis.
+    pub namespace: String,
+    pub pool_max_size: usize,
+    pub connect_timeout_ms: u64,
+    pub response_timeout_ms: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        Self {
+            url: "redis://127.0.0.1:6379".into(),
+            namespace: "ledgerboard".into(),
+            pool_max_size: 16,
+            connect_timeout_ms: 1_000,
+            response_timeout_ms: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSettings {
+    /// Address the HTTP server binds, e.g. `127.0.0.1:8080` (`0.0.0.0:8080` in a container).
+    pub listen: String,
+    /// Largest accepted request body; a larger one is answered 413.
+    pub body_limit_bytes: usize,
+    /// Bound on handling one request, end to end.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            body_limit_bytes: 16 * 1024,
+            request_timeout_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownSettings {
+    /// After SIGTERM, how long in-flight work may take before the process exits anyway. Keep it
+    /// below Kubernetes' `terminationGracePeriodSeconds`.
+    pub grace_ms: u64,
+}
+
+impl Default for ShutdownSettings {
+    fn default() -> Self {
+        Self { grace_ms: 25_000 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `info,ledgerboard_core=debug`.
+    pub filter: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Human,
+            filter: "info".into(),
+        }
+    }
+}
+
+impl DatabaseSettings {
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub fn pool_wait_timeout(&self) -> Duration {
+        Duration::from_millis(self.pool_wait_timeout_ms)
+    }
+    pub fn statement_timeout(&self) -> Duration {
+        Duration::from_millis(self.statement_timeout_ms)
+    }
+    /// Client-side bound on one round trip: the server's statement timeout plus a margin for
+    /// the network, so the server normally cancels first and says why.
+    pub fn round_trip_timeout(&self) -> Duration {
+        self.statement_timeout() + Duration::from_millis(1_000)
+    }
+    pub fn startup_timeout(&self) -> Duration {
+        Duration::from_millis(self.startup_timeout_ms)
+    }
+}
+
+impl RedisSettings {
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub fn response_timeout(&self) -> Duration {
+        Duration::from_millis(self.response_timeout_ms)
+    }
+}
+
+impl ApiSettings {
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|e| invalid("api.listen", e))
+    }
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+}
+
+impl ShutdownSettings {
+    pub fn grace(&self) -> Duration {
+        Duration::from_millis(self.grace_ms)
+    }
+}
+
+impl Settings {
+    /// Loads from the defaults, the optional file, and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, None)
+    }
+
+    /// As [`Settings::load`], with the environment given as a map instead of read from the
+    /// process (tests use this: the process environment is shared between threads).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: Option<HashMap<String, String>>,
+    ) -> Result<Self, ConfigError> {
+        let defaults = config::Config::try_from(&Settings::default())?;
+        let mut builder = config::Config::builder().add_source(defaults);
+        if let Some(path) = file {
+            builder = builder.add_source(
+                config::File::from(path)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator(ENV_SEPARATOR)
+                .separator(ENV_SEPARATOR)
+                .try_parsing(true)
+                .source(env),
+        );
+        let settings: Settings = builder.build()?.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let db = &self.database;
+        parse_postgres_url(&db.url)?;
+        in_range("database.pool_max_size", db.pool_max_size as u64, 1, 1_000)?;
+        in_range(
+            "database.connect_timeout_ms",
+            db.connect_timeout_ms,
+            10,
+            600_000,
+        )?;
+        in_range(
+            "database.pool_wait_timeout_ms",
+            db.pool_wait_timeout_ms,
+            1,
+            600_000,
+        )?;
+        in_range(
+            "database.statement_timeout_ms",
+            db.statement_timeout_ms,
+            10,
+            3_600_000,
+        )?;
+        in_range(
+            "database.startup_timeout_ms",
+            db.startup_timeout_ms,
+            0,
+            86_400_000,
+        )?;
+
+        let redis = &self.redis;
+        redis::parse_redis_url(&redis.url)
+            .ok_or_else(|| invalid("redis.url", "not a redis:// or rediss:// URL"))?;
+        validate_namespace(&redis.namespace)?;
+        in_range("redis.pool_max_size", redis.pool_max_size as u64, 1, 1_000)?;
+        in_range(
+            "redis.connect_timeout_ms",
+            redis.connect_timeout_ms,
+            10,
+            600_000,
+        )?;
+        in_range(
+            "redis.response_timeout_ms",
+            redis.response_timeout_ms,
+            10,
+            600_000,
+        )?;
+
+        self.api.listen_addr()?;
+        in_range(
+            "api.body_limit_bytes",
+            self.api.body_limit_bytes as u64,
+            256,
+            16 << 20,
+        )?;
+        in_range(
+            "api.request_timeout_ms",
+            self.api.request_timeout_ms,
+            100,
+            600_000,
+        )?;
+        in_range("shutdown.grace_ms", self.shutdown.grace_ms, 0, 3_600_000)?;
+        tracing_subscriber::EnvFilter::try_new(&self.log.filter)
+            .map_err(|e| invalid("log.filter", e))?;
+        Ok(())
+    }
+}
+
+/// Parses a PostgreSQL URL; the error never repeats the URL (it may hold a password).
+pub fn parse_postgres_url(url: &str) -> Result<tokio_postgres::Config, ConfigError> {
+    url.parse::<tokio_postgres::Config>()
+        .map_err(|e| invalid("database.url", format!("not a PostgreSQL URL: {e}")))
+}
+
+fn validate_namespace(ns: &str) -> Result<(), ConfigError> {
+    let ok = (1..=64).contains(&ns.len())
+        && ns
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            "redis.namespace",
+            "must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.' or '-'",
+        ))
+    }
+}
+
+fn in_range(setting: &'static str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            setting,
+            format!("{value} is outside {min}..={max}"),
+        ))
+    }
+}
+
+fn invalid(setting: &'static str, reason: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Invalid {
+        setting,
+        env: env_name(setting),
+        reason: reason.to_string(),
+    }
+}
+
+/// The environment variable that sets a dotted setting name.
+pub fn env_name(setting: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{ENV_SEPARATOR}{}",
+        setting.replace('.', ENV_SEPARATOR).to_uppercase()
+    )
+}
+
+/// A URL fit for a log line: the password, if any, replaced by `***`.
+pub fn redact_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                // Only fails for URLs that cannot have a password, which this one has.
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "<unparsable URL>".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let s = Settings::load_from(None, env(&[])).expect("defaults load");
+        assert_eq!(s, Settings::default());
+    }
+
+    #[test]
+    fn environment_overrides_file_overrides_defaults() {
+        let dir = std::env::temp_dir().join(format!("lb-config-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let file = dir.join("ledgerboard.toml");
+        std::fs::write(
+            &file,
+            "[redis]\nnamespace = \"from-file\"\n[api]\nlisten = \"0.0.0.0:9000\"\n",
+        )
+        .expect("write file");
+        let s = Settings::load_from(
+            Some(&file),
+            env(&[
+                ("LEDGERBOARD__REDIS__NAMESPACE", "from-env"),
+                ("LEDGERBOARD__DATABASE__POOL_MAX_SIZE", "7"),
+                ("LEDGERBOARD__LOG__FORMAT", "json"),
+            ]),
+        )
+        .expect("load");
+        assert_eq!(s.redis.namespace, "from-env");
+        assert_eq!(s.api.listen, "0.0.0.0:9000");
+        assert_eq!(s.database.pool_max_size, 7);
+        assert_eq!(s.log.format, LogFormat::Json);
+        assert_eq!(s.database.url, DatabaseSettings::default().url);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn bad_settings_name_the_setting() {
+        let cases = [
+            (
+                "LEDGERBOARD__DATABASE__POOL_MAX_SIZE",
+                "abc",
+                "pool_max_size",
+            ),
+            (
+                "LEDGERBOARD__DATABASE__POOL_MAX_SIZE",
+                "0",
+                "LEDGERBOARD__DATABASE__POOL_MAX_SIZE",
+            ),
+            ("LEDGERBOARD__API__LISTEN", "nowhere", "api.listen"),
+            ("LEDGERBOARD__REDIS__NAMESPACE", "a{b}", "redis.namespace"),
+            ("LEDGERBOARD__REDIS__URL", "http://x", "redis.url"),
+            (
+                "LEDGERBOARD__DATABASE__URL",
+                "postgres://h:notaport/db",
+                "database.url",
+            ),
+            ("LEDGERBOARD__LOG__FORMAT", "xml", "format"),
+            ("LEDGERBOARD__DATABASE__URLL", "x", "urll"),
+        ];
+        for (key, value, expected) in cases {
+            let err = Settings::load_from(None, env(&[(key, value)]))
+                .expect_err(&format!("{key}={value} must be refused"));
+            let msg = err.to_string();
+            assert!(
+                msg.contains(expected),
+                "{key}={value}: {msg:?} lacks {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn database_url_errors_do_not_leak_passwords() {
+        let err = Settings::load_from(
+            None,
+            env(&[("LEDGERBOARD__DATABASE__URL", "postgres://u:s3cret@h:bad/db")]),
+        )
+        .expect_err("bad url");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(
+            redact_url("postgres://u:s3cret@db:5432/x"),
+            "postgres://u:***@db:5432/x"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        assert_eq!(redact_url("::"), "<unparsable URL>");
+    }
+}

@@ -1,0 +1,69 @@
+use tokio_postgres::types::Type;
+
+use super::errors::StoreError;
+use super::{Database, sql};
+use crate::domain::{CommandOutcome, ScoreCommand};
+
+/// How often a command is run again after losing a race (same event id arriving concurrently)
+/// or a deadlock. One retry settles a race; the rest is margin.
+const MAX_ATTEMPTS: usize = 4;
+
+/// Applies a score command exactly once per event id, in one statement.
+///
+/// A repeat with the same board, user and delta answers with the score and version that the
+/// first application produced (`duplicate: true`); a repeat with another payload is refused.
+pub async fn apply_score_command(
+    db: &Database,
+    cmd: &ScoreCommand,
+) -> Result<CommandOutcome, StoreError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let client = db.client().await?;
+        let result = db
+            .bounded(client, async |c| {
+                let stmt = c
+                    .prepare_typed_cached(
+                        sql::SCORE_COMMAND,
+                        &[Type::UUID, Type::TEXT, Type::TEXT, Type::INT4],
+                    )
+                    .await?;
+                c.query_one(
+                    &stmt,
+                    &[
+                        &cmd.event_id.as_uuid(),
+                        &cmd.board.as_str(),
+                        &cmd.user_id.as_str(),
+                        &cmd.delta.get(),
+                    ],
+                )
+                .await
+            })
+            .await;
+        let row = match result {
+            Ok((_client, row)) => row,
+            Err(StoreError::Contended(_)) if attempt < MAX_ATTEMPTS => continue,
+            Err(e) => return Err(e),
+        };
+        let duplicate: bool = row.try_get("duplicate")?;
+        let board: String = row.try_get("board_id")?;
+        let user_id: String = row.try_get("user_id")?;
+        let delta: i32 = row.try_get("delta")?;
+        if duplicate
+            && (board != cmd.board.as_str()
+                || user_id != cmd.user_id.as_str()
+                || delta != cmd.delta.get())
+        {
+            return Err(StoreError::EventIdReused(cmd.event_id));
+        }
+        return Ok(CommandOutcome {
+            event_id: cmd.event_id,
+            // Equal to the command's: a different pair was refused above.
+            board: cmd.board.clone(),
+            user_id: cmd.user_id.clone(),
+            score: row.try_get("score")?,
+            version: row.try_get("version")?,
+            duplicate,
+        });
+    }
+}

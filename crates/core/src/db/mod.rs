@@ -1,0 +1,15 @@
+//! PostgreSQL access shared by the daemons and `lbctl`: the pool with its bounds, the
+//! migrations and schema check, the score command, and status queries.
+
+mod commands;
+mod errors;
+mod migrations;
+mod pool;
+pub mod sql;
+mod status;
+
+pub use commands::apply_score_command;
+pub use errors::StoreError;
+pub use migrations::{MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate};
+pub use pool::{Database, wait_until_reachable};
+pub use status::{OutboxStatus, outbox_status};

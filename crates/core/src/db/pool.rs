@@ -1,0 +1,141 @@
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+use tokio_util::sync::CancellationToken;
+
+use super::errors::StoreError;
+use crate::config::{DatabaseSettings, redact_url};
+
+/// A bounded connection pool and the time bounds every call through it obeys.
+#[derive(Clone)]
+pub struct Database {
+    pool: Pool,
+    round_trip_timeout: Duration,
+    url_for_logs: String,
+}
+
+impl Database {
+    /// Builds the pool; no connection is opened until one is needed.
+    ///
+    /// Every session starts with `statement_timeout` and `idle_in_transaction_session_timeout`,
+    /// so a stalled client can never hold locks for long, and TCP keepalives, so a dead peer is
+    /// noticed.
+    pub fn connect(
+        settings: &DatabaseSettings,
+        application_name: &str,
+    ) -> Result<Self, StoreError> {
+        let mut pg = crate::config::parse_postgres_url(&settings.url)
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let statement_ms = settings.statement_timeout_ms;
+        pg.connect_timeout(settings.connect_timeout())
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .application_name(application_name)
+            .options(format!(
+                "-c statement_timeout={statement_ms} -c idle_in_transaction_session_timeout={}",
+                statement_ms.saturating_mul(2)
+            ));
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_max_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(settings.pool_wait_timeout()))
+            .create_timeout(Some(settings.connect_timeout()))
+            .recycle_timeout(Some(settings.connect_timeout()))
+            .build()
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        Ok(Self {
+            pool,
+            round_trip_timeout: settings.round_trip_timeout(),
+            url_for_logs: redact_url(&settings.url),
+        })
+    }
+
+    /// A pooled connection, within the pool-wait and connect bounds.
+    pub async fn client(&self) -> Result<Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Runs one round trip on `client` within the client-side bound. On expiry the connection
+    /// is taken out of the pool: its state (a query in flight) is unknown.
+    pub async fn bounded<T, F>(&self, client: Object, call: F) -> Result<(Object, T), StoreError>
+    where
+        F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
+    {
+        match tokio::time::timeout(self.round_trip_timeout, call(&client)).await {
+            Ok(Ok(value)) => Ok((client, value)),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => {
+                drop(Object::take(client));
+                Err(StoreError::Unavailable(format!(
+                    "no answer from the database within {:?}",
+                    self.round_trip_timeout
+                )))
+            }
+        }
+    }
+
+    /// The URL with its password hidden, for log lines.
+    pub fn url_for_logs(&self) -> &str {
+        &self.url_for_logs
+    }
+
+    pub fn status(&self) -> deadpool_postgres::Status {
+        self.pool.status()
+    }
+
+    pub fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// Waits until PostgreSQL answers `SELECT 1`, retrying with capped backoff, for at most
+/// `deadline`. A daemon started before its database (a common order on Kubernetes) waits
+/// instead of crash-looping. Returns early with `Ok(false)` when `cancel` fires.
+pub async fn wait_until_reachable(
+    db: &Database,
+    deadline: Duration,
+    cancel: &CancellationToken,
+) -> Result<bool, StoreError> {
+    let started = tokio::time::Instant::now();
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        let attempt = async {
+            let client = db.client().await?;
+            db.bounded(client, async |c| c.simple_query("SELECT 1").await)
+                .await
+                .map(|_| ())
+        };
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => return Ok(false),
+            outcome = attempt => outcome,
+        };
+        match outcome {
+            Ok(()) => return Ok(true),
+            Err(e) if started.elapsed() + backoff < deadline => {
+                tracing::warn!(url = db.url_for_logs(), error = %e, retry_in = ?backoff, "waiting for PostgreSQL");
+            }
+            Err(e) => return Err(e),
+        }
+        if cancelled_during(cancel, tokio::time::sleep(backoff)).await {
+            return Ok(false);
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// True when `cancel` fired before `fut` finished.
+async fn cancelled_during(cancel: &CancellationToken, fut: impl Future<Output = ()>) -> bool {
+    tokio::select! {
+        _ = cancel.cancelled() => true,
+        _ = fut => false,
+    }
+}

@@ -1,0 +1,25 @@
+use super::errors::StoreError;
+use super::{Database, sql};
+
+/// The outbox as `lbctl status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct OutboxStatus {
+    /// Rows waiting to be projected.
+    pub pending: i64,
+    /// Rows taken out of the claim after too many failed attempts.
+    pub parked: i64,
+    /// Age of the oldest pending row by the database clock; None when nothing is pending.
+    pub oldest_pending_age_ms: Option<i64>,
+}
+
+pub async fn outbox_status(db: &Database) -> Result<OutboxStatus, StoreError> {
+    let client = db.client().await?;
+    let (_, row) = db
+        .bounded(client, async |c| c.query_one(sql::OUTBOX_STATUS, &[]).await)
+        .await?;
+    Ok(OutboxStatus {
+        pending: row.try_get("pending")?,
+        parked: row.try_get("parked")?,
+        oldest_pending_age_ms: row.try_get("oldest_pending_age_ms")?,
+    })
+}

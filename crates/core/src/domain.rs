@@ -1,0 +1,279 @@
+//! Domain types. Every value that reaches a SQL statement or a Redis key is built here from
+//! validated input, so the rest of the code never handles an unchecked id.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The largest magnitude a score may have: a Redis sorted-set score is an IEEE double, exact
+/// for integers only within ±(2^53 − 1). `user_scores` enforces the same bound with a CHECK.
+pub const MAX_ABS_SCORE: i64 = (1 << 53) - 1;
+/// Bounds of one command's delta (also a CHECK on `score_events.delta`).
+pub const MIN_DELTA: i64 = -1000;
+pub const MAX_DELTA: i64 = 1000;
+pub const MAX_BOARD_ID_LEN: usize = 64;
+pub const MAX_USER_ID_BYTES: usize = 128;
+
+/// Why an input value was refused. `code()` is the stable, machine-readable name that the API
+/// puts in its error body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    #[error(
+        "board id must be 1 to {MAX_BOARD_ID_LEN} characters of A-Z, a-z, 0-9, '_', '.' or '-'"
+    )]
+    BoardId,
+    #[error("user id must be 1 to {MAX_USER_ID_BYTES} bytes of UTF-8 without control characters")]
+    UserId,
+    #[error("event id must be a non-nil UUID")]
+    EventId,
+    #[error("delta must be an integer")]
+    DeltaNotInteger,
+    #[error("delta must be between {MIN_DELTA} and {MAX_DELTA}")]
+    DeltaOutOfRange,
+}
+
+impl ValidationError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BoardId => "invalid_board_id",
+            Self::UserId => "invalid_user_id",
+            Self::EventId => "invalid_event_id",
+            Self::DeltaNotInteger => "invalid_delta",
+            Self::DeltaOutOfRange => "delta_out_of_range",
+        }
+    }
+}
+
+/// A leaderboard's id. It appears inside Redis keys, so its alphabet is narrow: no braces
+/// (they would change the Cluster hash tag), no separators, no spaces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct BoardId(String);
+
+impl BoardId {
+    pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        let ok = (1..=MAX_BOARD_ID_LEN).contains(&raw.len())
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        if ok {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(ValidationError::BoardId)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BoardId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A player's id, chosen by the game. Any UTF-8 without control characters; the byte limit
+/// keeps keys, index entries and log lines bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct UserId(String);
+
+impl UserId {
+    pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        let ok = (1..=MAX_USER_ID_BYTES).contains(&raw.len()) && !raw.chars().any(char::is_control);
+        if ok {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(ValidationError::UserId)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The caller's stable id for one score command: the idempotency key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct EventId(Uuid);
+
+impl EventId {
+    pub fn parse(raw: &str) -> Result<Self, ValidationError> {
+        match Uuid::try_parse(raw) {
+            // The nil UUID is what an uninitialised client field looks like: refusing it keeps
+            // two unrelated commands from colliding on it.
+            Ok(id) if !id.is_nil() => Ok(Self(id)),
+            _ => Err(ValidationError::EventId),
+        }
+    }
+
+    pub fn as_uuid(&self) -> Uuid {
+        self.0
+    }
+}
+
+impl From<Uuid> for EventId {
+    fn from(id: Uuid) -> Self {
+        Self(id)
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// A score change within [`MIN_DELTA`, `MAX_DELTA`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Delta(i32);
+
+impl Delta {
+    pub fn new(value: i64) -> Result<Self, ValidationError> {
+        if (MIN_DELTA..=MAX_DELTA).contains(&value) {
+            // In range, so it fits an i32.
+            i32::try_from(value)
+                .map(Self)
+                .map_err(|_| ValidationError::DeltaOutOfRange)
+        } else {
+            Err(ValidationError::DeltaOutOfRange)
+        }
+    }
+
+    /// From a JSON number: a float or an integer beyond i64 is refused with a precise reason.
+    pub fn from_json(number: &serde_json::Number) -> Result<Self, ValidationError> {
+        if let Some(v) = number.as_i64() {
+            Self::new(v)
+        } else if number.is_u64() {
+            Err(ValidationError::DeltaOutOfRange)
+        } else {
+            Err(ValidationError::DeltaNotInteger)
+        }
+    }
+
+    pub fn get(self) -> i32 {
+        self.0
+    }
+}
+
+/// One validated score command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScoreCommand {
+    pub event_id: EventId,
+    pub board: BoardId,
+    pub user_id: UserId,
+    pub delta: Delta,
+}
+
+/// What the database made of a command: the score and version that its first application
+/// produced, and whether this arrival was a repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandOutcome {
+    pub event_id: EventId,
+    pub board: BoardId,
+    pub user_id: UserId,
+    pub score: i64,
+    pub version: i64,
+    pub duplicate: bool,
+}
+
+/// What the projector writes to Redis for one outbox row: an absolute score and the version
+/// it belongs to, so repeated or reordered deliveries are harmless.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectionEntry {
+    pub outbox_id: i64,
+    pub event_id: Uuid,
+    pub board: String,
+    pub user_id: String,
+    pub score: i64,
+    pub version: i64,
+}
+
+/// How one member's projection compares with its source row (the reconciler's verdict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classification {
+    /// In PostgreSQL, absent from Redis.
+    Missing,
+    /// Redis holds an older version than PostgreSQL.
+    Stale,
+    /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
+    Ahead,
+    /// Same version, different score.
+    Corrupt,
+    Current,
+    /// In Redis with no source row.
+    Orphan,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn board_ids() {
+        assert!(BoardId::parse("season-1.eu_west").is_ok());
+        assert!(BoardId::parse(&"a".repeat(64)).is_ok());
+        for bad in ["", "a b", "a{b}", "a:b", "é", &"a".repeat(65)] {
+            assert_eq!(
+                BoardId::parse(bad),
+                Err(ValidationError::BoardId),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn user_ids() {
+        assert!(UserId::parse("Zoë 42").is_ok());
+        assert!(UserId::parse(&"é".repeat(64)).is_ok()); // 128 bytes
+        for bad in ["", "a\0b", "a\nb", "\u{7f}", &"é".repeat(65)] {
+            assert_eq!(UserId::parse(bad), Err(ValidationError::UserId), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn event_ids() {
+        let id = EventId::parse("6F9619FF-8B86-D011-B42D-00C04FC964FF").expect("valid uuid");
+        assert_eq!(id.to_string(), "6f9619ff-8b86-d011-b42d-00c04fc964ff");
+        assert!(EventId::parse("00000000-0000-0000-0000-000000000000").is_err());
+        assert!(EventId::parse("not-a-uuid").is_err());
+    }
+
+    #[test]
+    fn deltas() {
+        let n = |s: &str| serde_json::from_str::<serde_json::Number>(s).expect("number");
+        assert_eq!(Delta::from_json(&n("-1000")).map(Delta::get), Ok(-1000));
+        assert_eq!(Delta::from_json(&n("1000")).map(Delta::get), Ok(1000));
+        assert_eq!(
+            Delta::from_json(&n("1001")),
+            Err(ValidationError::DeltaOutOfRange)
+        );
+        assert_eq!(
+            Delta::from_json(&n("9223372036854775808")),
+            Err(ValidationError::DeltaOutOfRange)
+        );
+        assert_eq!(
+            Delta::from_json(&n("1.5")),
+            Err(ValidationError::DeltaNotInteger)
+        );
+    }
+
+    #[test]
+    fn max_score_is_exact_in_a_double() {
+        assert_eq!(MAX_ABS_SCORE as f64 as i64, MAX_ABS_SCORE);
+        // One past the bound, integers start to round.
+        assert_ne!((MAX_ABS_SCORE + 2) as f64 as i64, MAX_ABS_SCORE + 2);
+    }
+}

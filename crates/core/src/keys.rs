@@ -1,0 +1,121 @@
+//! The Redis key layout: the one place that builds key names.
+//!
+//! ```text
+//! <namespace>:lb:{<board>}:z          sorted set   member user_id → score
+//! <namespace>:lb:{<board>}:v          hash         user_id → version of the score in :z
+//! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
+//! ```
+//!
+//! Every key of one board carries the board id as its hash tag (`{<board>}`), so a script call
+//! that touches several of them stays within one Redis Cluster slot. Board ids are validated
+//! ([`BoardId`]) to exclude braces, so the tag cannot be broken by a crafted id. The namespace
+//! lets several deployments, or tests, share one Redis without touching each other's keys.
+
+use crate::domain::{BoardId, EventId};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLayout {
+    namespace: String,
+}
+
+impl KeyLayout {
+    /// `namespace` must already be validated (see `config::RedisSettings`).
+    pub fn new(namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn board_prefix(&self, board: &BoardId) -> String {
+        format!("{}:lb:{{{}}}", self.namespace, board.as_str())
+    }
+
+    /// The board's sorted set: member user id, score the absolute score.
+    pub fn scores(&self, board: &BoardId) -> String {
+        format!("{}:z", self.board_prefix(board))
+    }
+
+    /// The board's hash of user id → version of the score held in [`Self::scores`].
+    pub fn versions(&self, board: &BoardId) -> String {
+        format!("{}:v", self.board_prefix(board))
+    }
+
+    /// The marker of an event already applied to the board.
+    pub fn event_marker(&self, board: &BoardId, event: &EventId) -> String {
+        format!("{}:e:{}", self.board_prefix(board), event)
+    }
+
+    /// A pattern matching every key of this namespace (for tests and operators' tools).
+    pub fn all_keys_pattern(&self) -> String {
+        format!("{}:*", self.namespace)
+    }
+}
+
+/// The Redis Cluster slot of a key (CRC16/XMODEM of the hash tag, modulo 16384), so tests and
+/// tools can check that a board's keys share one slot without a cluster at hand.
+pub fn cluster_slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = bytes
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            bytes[open + 1..]
+                .iter()
+                .position(|&b| b == b'}')
+                .filter(|&len| len > 0)
+                .map(|len| &bytes[open + 1..open + 1 + len])
+        })
+        .unwrap_or(bytes);
+    crc16_xmodem(tagged) % 16384
+}
+
+fn crc16_xmodem(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in data {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout() {
+        let keys = KeyLayout::new("prod");
+        let board = BoardId::parse("s1").expect("board");
+        let event = EventId::parse("6f9619ff-8b86-d011-b42d-00c04fc964ff").expect("event");
+        assert_eq!(keys.scores(&board), "prod:lb:{s1}:z");
+        assert_eq!(keys.versions(&board), "prod:lb:{s1}:v");
+        assert_eq!(
+            keys.event_marker(&board, &event),
+            "prod:lb:{s1}:e:6f9619ff-8b86-d011-b42d-00c04fc964ff"
+        );
+    }
+
+    #[test]
+    fn one_slot_per_board() {
+        // Reference values from Redis's own CLUSTER KEYSLOT.
+        assert_eq!(cluster_slot("foo"), 12182);
+        assert_eq!(cluster_slot("{user1000}.following"), 3443);
+        let keys = KeyLayout::new("ns");
+        let board = BoardId::parse("weekly").expect("board");
+        let event = EventId::parse("6f9619ff-8b86-d011-b42d-00c04fc964ff").expect("event");
+        let slot = cluster_slot(&keys.scores(&board));
+        assert_eq!(slot, cluster_slot("weekly"));
+        assert_eq!(slot, cluster_slot(&keys.versions(&board)));
+        assert_eq!(slot, cluster_slot(&keys.event_marker(&board, &event)));
+    }
+}

@@ -1,0 +1,11 @@
+//! ledgerboard's core: domain types, the Redis key layout, configuration, and the PostgreSQL
+//! and Redis access that the daemons and `lbctl` share.
+
+pub mod cache;
+pub mod config;
+pub mod daemon;
+pub mod db;
+pub mod domain;
+pub mod keys;
+pub mod shutdown;
+pub mod telemetry;
