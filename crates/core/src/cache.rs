@@ -12,7 +12,13 @@ pub enum CacheError {
     #[error("redis unavailable: {0}")]
     Unavailable(String),
     #[error("redis error: {0}")]
-    Redis(#[from] redis::RedisError),
+    Redis(redis::RedisError),
+}
+
+impl From<redis::RedisError> for CacheError {
+    fn from(err: redis::RedisError) -> Self {
+        CacheError::Redis(err)
+    }
 }
 
 impl From<deadpool_redis::PoolError> for CacheError {

@@ -15,14 +15,21 @@ const ENV_SEPARATOR: &str = "__";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    // Not a `#[source]`: its text is already in this message, and error chains would repeat it.
     #[error("configuration: {0}")]
-    Load(#[from] config::ConfigError),
+    Load(config::ConfigError),
     #[error("configuration: {setting} ({env}): {reason}")]
     Invalid {
         setting: &'static str,
         env: String,
         reason: String,
     },
+}
+
+impl From<config::ConfigError> for ConfigError {
+    fn from(err: config::ConfigError) -> Self {
+        Self::Load(err)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

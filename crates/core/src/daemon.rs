@@ -1,7 +1,8 @@
 //! Start-up steps every daemon shares: settings, logs, then a database that answers and holds
 //! exactly the schema this binary was built for.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +15,28 @@ pub enum StartupError {
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Flags every daemon takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DaemonArgs {
+    /// A TOML settings file. Environment variables LEDGERBOARD__<SECTION>__<NAME> override it
+    /// (see docs/configuration.md).
+    #[arg(long, env = "LEDGERBOARD_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// The process exit for a binary's result (the error already rendered with its causes): the
+/// message on stderr and in the log, and a non-zero code.
+pub fn exit(name: &str, result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "{name} stopped");
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Loads the settings (file, then environment) and installs logging.

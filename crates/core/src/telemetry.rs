@@ -2,6 +2,8 @@
 //! command's own output (JSON reports, `lbctl status`). Traces and metrics export comes with
 //! the telemetry issue.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -15,7 +17,11 @@ pub fn init_logging(settings: &LogSettings) {
     let registry = tracing_subscriber::registry().with(filter);
     let result = match settings.format {
         LogFormat::Human => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
         LogFormat::Json => registry
             .with(

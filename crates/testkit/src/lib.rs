@@ -207,6 +207,210 @@ pub fn closed_port() -> u16 {
     port
 }
 
+/// A daemon binary run as a child process, its stderr kept in a file (a pipe could fill up and
+/// stall the child).
+pub struct Process {
+    child: std::process::Child,
+    stderr_path: std::path::PathBuf,
+}
+
+impl Process {
+    /// Starts `binary` with `env` added to a clean `LEDGERBOARD__*`-free environment.
+    pub fn start(binary: &str, args: &[&str], env: &[(&str, &str)]) -> Process {
+        let stderr_path = std::env::temp_dir().join(format!("lbtest-{}.stderr", unique_suffix()));
+        let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+        let mut command = std::process::Command::new(binary);
+        command
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(stderr);
+        for (key, _) in std::env::vars() {
+            if key.starts_with("LEDGERBOARD") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
+        Process { child, stderr_path }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Waits up to `limit` for the process to exit by itself.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if started.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM (as Kubernetes does) and waits up to `limit` for the exit.
+    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.wait_for_exit(limit)
+    }
+
+    /// Polls stderr until `needle` appears, for at most `limit`.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return self.stderr().contains(needle);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr_path);
+    }
+}
+
+/// A free local port for a daemon to listen on.
+pub fn free_port() -> u16 {
+    closed_port()
+}
+
+/// The environment that points a daemon at a test's database and Redis namespace.
+pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
+    vec![
+        ("LEDGERBOARD__DATABASE__URL".into(), db.url.clone()),
+        ("LEDGERBOARD__REDIS__URL".into(), redis.url.clone()),
+        (
+            "LEDGERBOARD__REDIS__NAMESPACE".into(),
+            redis.namespace.clone(),
+        ),
+        (
+            "LEDGERBOARD__DATABASE__STARTUP_TIMEOUT_MS".into(),
+            "5000".into(),
+        ),
+        ("LEDGERBOARD__SHUTDOWN__GRACE_MS".into(), "2000".into()),
+    ]
+}
+
+/// Checks the start-up contract every daemon keeps: against an unmigrated database it refuses
+/// to start and says to run `lbctl migrate`; against a migrated one it logs `<binary> started`
+/// and exits 0 soon after SIGTERM. `migrate` is called between the two.
+pub async fn check_daemon_lifecycle<F: std::future::Future<Output = ()>>(
+    binary: &str,
+    name: &str,
+    extra_env: &[(&str, &str)],
+    migrate: impl FnOnce(String) -> F,
+) {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    let mut env = daemon_env(&db, &redis);
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+
+    let mut refused = Process::start(binary, &[], &env_refs);
+    let status = refused
+        .wait_for_exit(Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{name} kept running against an unmigrated database"));
+    assert!(
+        !status.success(),
+        "{name} must refuse an unmigrated database"
+    );
+    assert!(
+        refused.stderr().contains("lbctl migrate"),
+        "{}",
+        refused.stderr()
+    );
+
+    migrate(db.url.clone()).await;
+    let mut daemon = Process::start(binary, &[], &env_refs);
+    assert!(
+        daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),
+        "{name} did not start: {}",
+        daemon.stderr()
+    );
+    let status = daemon
+        .terminate(Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("{name} did not stop on SIGTERM: {}", daemon.stderr()));
+    assert!(
+        status.success(),
+        "{name} exited with {status}: {}",
+        daemon.stderr()
+    );
+    assert!(
+        daemon.stderr().contains(&format!("{name} stopped")),
+        "{}",
+        daemon.stderr()
+    );
+
+    let mut bad = Process::start(
+        binary,
+        &[],
+        &[("LEDGERBOARD__DATABASE__POOL_MAX_SIZE", "many")],
+    );
+    let status = bad
+        .wait_for_exit(Duration::from_secs(10))
+        .expect("exit on a bad setting");
+    assert!(!status.success());
+    assert!(
+        bad.stderr().contains("database.pool_max_size"),
+        "{}",
+        bad.stderr()
+    );
+}
+
+/// One HTTP/1.1 request over a fresh connection (`Connection: close`), bounded by 10 s:
+/// enough of a client to drive a daemon's real socket from a test.
+pub fn http_request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the daemon");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::url_with_dbname;

@@ -1,0 +1,88 @@
+//! `ledgerboard-api` as a process on a real socket.
+
+use std::time::Duration;
+
+use ledgerboard_core::config::DatabaseSettings;
+use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, free_port, http_request};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-api");
+
+async fn migrate(url: String) {
+    let settings = DatabaseSettings {
+        url,
+        ..DatabaseSettings::default()
+    };
+    ledgerboard_core::db::migrate(&settings)
+        .await
+        .expect("migrate");
+}
+
+#[tokio::test]
+async fn starts_refuses_a_wrong_schema_and_stops_cleanly() {
+    let listen = format!("127.0.0.1:{}", free_port());
+    ledgerboard_testkit::check_daemon_lifecycle(
+        BINARY,
+        "ledgerboard-api",
+        &[("LEDGERBOARD__API__LISTEN", &listen)],
+        migrate,
+    )
+    .await;
+}
+
+/// The issue's acceptance scenario: one command posted twice with the same event id leaves one
+/// event, one outbox row and the score applied once; the second answer says duplicate.
+#[tokio::test]
+async fn a_command_posted_twice_applies_once() {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    migrate(db.url.clone()).await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut env = daemon_env(&db, &redis);
+    env.push(("LEDGERBOARD__API__LISTEN".into(), listen.clone()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut api = Process::start(BINARY, &[], &env);
+    assert!(
+        api.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
+        "{}",
+        api.stderr()
+    );
+
+    let body =
+        r#"{"event_id":"0b9a3c52-4f5e-4c1e-9d7a-2f1e8b6c4d3a","user_id":"user-a","delta":10}"#;
+    let addr = listen.clone();
+    let (first, second) = tokio::task::spawn_blocking(move || {
+        (
+            http_request(&addr, "POST", "/v1/boards/weekly/scores", body),
+            http_request(&addr, "POST", "/v1/boards/weekly/scores", body),
+        )
+    })
+    .await
+    .expect("client thread");
+    assert_eq!(first.0, 201, "{}", first.1);
+    assert_eq!(second.0, 200, "{}", second.1);
+    let second: serde_json::Value = serde_json::from_str(&second.1).expect("JSON answer");
+    assert_eq!(second["duplicate"], serde_json::json!(true));
+    assert_eq!(second["score"], serde_json::json!(10));
+
+    let client = db.client().await;
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM score_events), (SELECT count(*) FROM leaderboard_outbox),
+                    (SELECT score FROM user_scores WHERE board_id = 'weekly' AND user_id = 'user-a')",
+            &[],
+        )
+        .await
+        .expect("counts");
+    assert_eq!(
+        (
+            row.get::<_, i64>(0),
+            row.get::<_, i64>(1),
+            row.get::<_, i64>(2)
+        ),
+        (1, 1, 10)
+    );
+    let status = api
+        .terminate(Duration::from_secs(10))
+        .expect("stops on SIGTERM");
+    assert!(status.success(), "{}", api.stderr());
+}

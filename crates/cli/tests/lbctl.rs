@@ -1,0 +1,95 @@
+//! `lbctl migrate` and `lbctl status` as an operator runs them.
+
+use std::time::Duration;
+
+use ledgerboard_testkit::{Process, TestDb};
+
+const LBCTL: &str = env!("CARGO_BIN_EXE_lbctl");
+
+fn lbctl(db: &TestDb, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(LBCTL)
+        .args(args)
+        .env("LEDGERBOARD__DATABASE__URL", &db.url)
+        .output()
+        .expect("run lbctl");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn migrate_is_idempotent_and_status_reports_the_outbox() {
+    let db = TestDb::create().await;
+
+    let (ok, out, err) = lbctl(&db, &["status"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("none applied"), "{out}");
+
+    let (ok, out, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("applied V1__initial_schema"), "{out}");
+    let (ok, out, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("up to date"), "{out}");
+
+    let (ok, out, err) = lbctl(&db, &["status", "--json"]);
+    assert!(ok, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).expect("JSON status");
+    assert_eq!(status["outbox"]["pending"], serde_json::json!(0));
+    assert_eq!(
+        status["outbox"]["oldest_pending_age_ms"],
+        serde_json::Value::Null
+    );
+
+    // Two pending rows, the older one planted 5 s in the past.
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO score_events (event_id, board_id, user_id, delta, score, version) VALUES
+               ('11111111-1111-4111-8111-111111111111', 'b', 'u', 1, 1, 1),
+               ('22222222-2222-4222-8222-222222222222', 'b', 'u', 1, 2, 2);
+             INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version, created_at) VALUES
+               ('11111111-1111-4111-8111-111111111111', 'b', 'u', 1, 1, now() - interval '5 seconds'),
+               ('22222222-2222-4222-8222-222222222222', 'b', 'u', 2, 2, now());",
+        )
+        .await
+        .expect("plant outbox rows");
+    let (ok, out, err) = lbctl(&db, &["status", "--json"]);
+    assert!(ok, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).expect("JSON status");
+    assert_eq!(status["schema"]["applied"], status["schema"]["known"]);
+    assert_eq!(status["outbox"]["pending"], serde_json::json!(2));
+    let age = status["outbox"]["oldest_pending_age_ms"]
+        .as_i64()
+        .expect("an age");
+    assert!((5_000..60_000).contains(&age), "{age}");
+
+    let (ok, out, _) = lbctl(&db, &["status"]);
+    assert!(ok);
+    assert!(out.contains("2 pending, 0 parked"), "{out}");
+}
+
+#[test]
+fn unreachable_database_fails_with_a_clear_message() {
+    let port = ledgerboard_testkit::closed_port();
+    let mut p = Process::start(
+        LBCTL,
+        &["status"],
+        &[
+            (
+                "LEDGERBOARD__DATABASE__URL",
+                &format!("postgres://postgres:s3cret@127.0.0.1:{port}/x"),
+            ),
+            ("LEDGERBOARD__DATABASE__CONNECT_TIMEOUT_MS", "500"),
+        ],
+    );
+    let status = p
+        .wait_for_exit(Duration::from_secs(10))
+        .expect("lbctl gives up in time");
+    assert!(!status.success());
+    let err = p.stderr();
+    assert!(err.contains("unavailable"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+}

@@ -1,0 +1,20 @@
+use ledgerboard_core::config::DatabaseSettings;
+
+#[tokio::test]
+async fn starts_refuses_a_wrong_schema_and_stops_cleanly() {
+    ledgerboard_testkit::check_daemon_lifecycle(
+        env!("CARGO_BIN_EXE_ledgerboard-projector"),
+        "ledgerboard-projector",
+        &[],
+        async |url| {
+            let settings = DatabaseSettings {
+                url,
+                ..DatabaseSettings::default()
+            };
+            ledgerboard_core::db::migrate(&settings)
+                .await
+                .expect("migrate");
+        },
+    )
+    .await;
+}
