@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `just down`: stops the daemons `just up` started, then the PostgreSQL and Redis it started
+# (never servers it found already running). `--daemons-only` leaves the servers alone.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+stop_pid_file() {
+    local file=$1 pid
+    [ -f "$file" ] || return 0
+    pid=$(cat "$file")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    fi
+    rm -f "$file"
+}
+
+for d in "${DAEMONS[@]}"; do stop_pid_file "$RUN/$d.pid"; done
+[ "${1:-}" = --daemons-only ] && exit 0
+
+if [ -f "$RUN/redis.started" ]; then
+    stop_pid_file "$RUN/redis.pid"
+    rm -f "$RUN/redis.started"
+    echo "stopped the local Redis"
+fi
+if [ -f "$RUN/postgres.started" ]; then
+    as_postgres "$(pg_bin)/pg_ctl" -D "$STATE/pg" -m fast -w stop >/dev/null || true
+    rm -f "$RUN/postgres.started"
+    echo "stopped the local PostgreSQL"
+fi
+echo "ledgerboard is down"

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `just up`: the local stack. Reuses PostgreSQL and Redis when they answer at the configured
+# URLs, else starts local servers from the installed binaries with their data in .local/;
+# applies migrations; builds and starts the three daemons; prints where the API listens.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+mkdir -p "$RUN" "$LOG"
+cd "$ROOT"
+
+db_url=$LEDGERBOARD__DATABASE__URL
+db_host=$(url_host "$db_url"); db_port=$(url_port "$db_url" 5432); db_name=$(url_dbname "$db_url")
+admin_url=${db_url%/*}/postgres
+
+if pg_isready -q -d "$admin_url" -t 3; then
+    echo "PostgreSQL answers at $db_host:$db_port"
+else
+    echo "PostgreSQL does not answer at $db_host:$db_port: starting a local one in .local/pg"
+    bin=$(pg_bin)
+    mkdir -p "$STATE/pg" "$STATE/pg-socket"
+    [ "$(id -u)" = 0 ] && chown postgres "$STATE/pg" "$STATE/pg-socket" "$LOG"
+    if [ ! -f "$STATE/pg/PG_VERSION" ]; then
+        as_postgres "$bin/initdb" -D "$STATE/pg" -U postgres --auth=trust >"$LOG/initdb.log"
+    fi
+    as_postgres "$bin/pg_ctl" -D "$STATE/pg" -l "$LOG/postgres.log" -w -t 30 \
+        -o "-p $db_port -c listen_addresses=$db_host -k $STATE/pg-socket" start >/dev/null
+    touch "$RUN/postgres.started"
+fi
+if ! psql "$admin_url" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db_name'" | grep -q 1; then
+    psql "$admin_url" -qc "CREATE DATABASE \"$db_name\""
+    echo "created database $db_name"
+fi
+
+redis_url=$LEDGERBOARD__REDIS__URL
+redis_port=$(url_port "$redis_url" 6379)
+if [ "$(redis-cli -u "$redis_url" ping 2>/dev/null)" = PONG ]; then
+    echo "Redis answers at $(url_host "$redis_url"):$redis_port"
+else
+    echo "Redis does not answer: starting a local one on port $redis_port"
+    mkdir -p "$STATE/redis"
+    redis-server --daemonize yes --bind "$(url_host "$redis_url")" --port "$redis_port" \
+        --save "" --appendonly no --dir "$STATE/redis" \
+        --logfile "$LOG/redis.log" --pidfile "$RUN/redis.pid"
+    touch "$RUN/redis.started"
+    for _ in $(seq 50); do [ "$(redis-cli -u "$redis_url" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+fi
+
+cargo_flags=()
+[ "$PROFILE" = release ] && cargo_flags=(--release)
+cargo build -q "${cargo_flags[@]}" --workspace --bins
+bin="$ROOT/target/$PROFILE"
+"$bin/lbctl" migrate
+
+# A second `just up` restarts the daemons rather than starting a second set.
+"$(dirname "$0")/down.sh" --daemons-only
+for d in "${DAEMONS[@]}"; do
+    nohup "$bin/ledgerboard-$d" >"$LOG/$d.log" 2>&1 &
+    echo $! >"$RUN/$d.pid"
+done
+for _ in $(seq 100); do
+    grep -q "ledgerboard-api started" "$LOG/api.log" 2>/dev/null && break
+    if ! kill -0 "$(cat "$RUN/api.pid")" 2>/dev/null; then
+        echo "ledgerboard-api exited:" >&2; tail -n 20 "$LOG/api.log" >&2; exit 1
+    fi
+    sleep 0.1
+done
+echo "ledgerboard is up: API at http://$LEDGERBOARD__API__LISTEN (logs: just logs; stop: just down)"

@@ -1,0 +1,33 @@
+# ledgerboard: `just --list` shows every recipe.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# List the recipes.
+default:
+    @just --list
+
+# Run the local stack: reuse or start PostgreSQL and Redis, migrate, start the three daemons.
+up:
+    deploy/local/up.sh
+
+# Stop the daemons, and the local PostgreSQL and Redis if `just up` started them.
+down:
+    deploy/local/down.sh
+
+# Format check, clippy with warnings denied, and every test against the real servers.
+test:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    cargo test --workspace
+
+# Apply the schema migrations to the configured database.
+migrate:
+    cargo run -q -p ledgerboard-cli -- migrate
+
+# Schema version and outbox state (pending, parked, oldest pending age).
+status:
+    cargo run -q -p ledgerboard-cli -- status
+
+# Follow the logs of the local stack.
+logs:
+    tail -n 50 -F .local/log/*.log
