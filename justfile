@@ -22,11 +22,11 @@ test:
 
 # Apply the schema migrations to the configured database.
 migrate:
-    cargo run -q -p ledgerboard-cli -- migrate
+    deploy/local/lbctl.sh migrate
 
 # Schema version and outbox state (pending, parked, oldest pending age).
 status:
-    cargo run -q -p ledgerboard-cli -- status
+    deploy/local/lbctl.sh status
 
 # Follow the logs of the local stack.
 logs:

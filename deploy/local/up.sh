@@ -56,11 +56,13 @@ for d in "${DAEMONS[@]}"; do
     nohup "$bin/ledgerboard-$d" >"$LOG/$d.log" 2>&1 &
     echo $! >"$RUN/$d.pid"
 done
-for _ in $(seq 100); do
-    grep -q "ledgerboard-api started" "$LOG/api.log" 2>/dev/null && break
-    if ! kill -0 "$(cat "$RUN/api.pid")" 2>/dev/null; then
-        echo "ledgerboard-api exited:" >&2; tail -n 20 "$LOG/api.log" >&2; exit 1
-    fi
+started=
+for _ in $(seq 300); do
+    if grep -q "ledgerboard-api started" "$LOG/api.log" 2>/dev/null; then started=1; break; fi
+    if ! kill -0 "$(cat "$RUN/api.pid")" 2>/dev/null; then break; fi
     sleep 0.1
 done
+if [ -z "$started" ]; then
+    echo "ledgerboard-api did not start within 30 s:" >&2; tail -n 20 "$LOG/api.log" >&2; exit 1
+fi
 echo "ledgerboard is up: API at http://$LEDGERBOARD__API__LISTEN (logs: just logs; stop: just down)"

@@ -73,7 +73,7 @@ impl ApiError {
             Self::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
-                "the database is unavailable; retry later".into(),
+                "a dependency is unavailable or overloaded; retry later".into(),
             ),
             Self::Timeout => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -1,4 +1,4 @@
-//! `ledgerboard-api`: the HTTP daemon for score commands (and, later, reads).
+//! `ledgerboard-api`: the HTTP daemon for score commands.
 
 pub mod error;
 mod routes;

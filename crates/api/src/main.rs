@@ -9,7 +9,7 @@ use ledgerboard_core::{daemon, shutdown};
 
 const NAME: &str = "ledgerboard-api";
 
-/// ledgerboard's HTTP daemon: score commands and leaderboard reads.
+/// ledgerboard's HTTP daemon: idempotent score commands.
 #[derive(Parser)]
 #[command(version)]
 struct Args {

@@ -18,7 +18,7 @@ async fn migrate(url: String) {
 }
 
 #[tokio::test]
-async fn starts_refuses_a_wrong_schema_and_stops_cleanly() {
+async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
     let listen = format!("127.0.0.1:{}", free_port());
     ledgerboard_testkit::check_daemon_lifecycle(
         BINARY,

@@ -262,8 +262,12 @@ impl Settings {
         )?;
 
         let redis = &self.redis;
-        redis::parse_redis_url(&redis.url)
-            .ok_or_else(|| invalid("redis.url", "not a redis:// or rediss:// URL"))?;
+        // TLS (rediss://) is not built in: refuse it here rather than at the first connect.
+        let scheme_ok = redis::parse_redis_url(&redis.url)
+            .is_some_and(|u| matches!(u.scheme(), "redis" | "redis+unix" | "unix"));
+        if !scheme_ok {
+            return Err(invalid("redis.url", "not a redis:// or unix:// URL"));
+        }
         validate_namespace(&redis.namespace)?;
         in_range("redis.pool_max_size", redis.pool_max_size as u64, 1, 1_000)?;
         in_range(

@@ -158,7 +158,16 @@ impl Delta {
         } else if number.is_u64() {
             Err(ValidationError::DeltaOutOfRange)
         } else {
-            Err(ValidationError::DeltaNotInteger)
+            // Integers beyond 64 bits arrive as floats: say they are out of range. A float
+            // within range (1.0, 1e3) is refused as not an integer: the API takes integers.
+            match number.as_f64() {
+                Some(f)
+                    if f.fract() == 0.0 && !(MIN_DELTA as f64..=MAX_DELTA as f64).contains(&f) =>
+                {
+                    Err(ValidationError::DeltaOutOfRange)
+                }
+                _ => Err(ValidationError::DeltaNotInteger),
+            }
         }
     }
 
@@ -263,6 +272,18 @@ mod tests {
         assert_eq!(
             Delta::from_json(&n("9223372036854775808")),
             Err(ValidationError::DeltaOutOfRange)
+        );
+        assert_eq!(
+            Delta::from_json(&n("-99999999999999999999999")),
+            Err(ValidationError::DeltaOutOfRange)
+        );
+        assert_eq!(
+            Delta::from_json(&n("1e30")),
+            Err(ValidationError::DeltaOutOfRange)
+        );
+        assert_eq!(
+            Delta::from_json(&n("1.0")),
+            Err(ValidationError::DeltaNotInteger)
         );
         assert_eq!(
             Delta::from_json(&n("1.5")),

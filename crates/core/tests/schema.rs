@@ -72,7 +72,7 @@ async fn concurrent_migrations_apply_once() {
 }
 
 #[tokio::test]
-async fn schema_check_refuses_older_and_newer_schemas() {
+async fn schema_check_refuses_missing_and_newer_schemas() {
     let db = TestDb::create().await;
     let s = settings(&db);
     let pool = Database::connect(&s, "t").expect("pool");

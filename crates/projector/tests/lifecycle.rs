@@ -1,7 +1,7 @@
 use ledgerboard_core::config::DatabaseSettings;
 
 #[tokio::test]
-async fn starts_refuses_a_wrong_schema_and_stops_cleanly() {
+async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
     ledgerboard_testkit::check_daemon_lifecycle(
         env!("CARGO_BIN_EXE_ledgerboard-projector"),
         "ledgerboard-projector",

@@ -215,7 +215,8 @@ pub struct Process {
 }
 
 impl Process {
-    /// Starts `binary` with `env` added to a clean `LEDGERBOARD__*`-free environment.
+    /// Starts `binary` with `env` added to the caller's environment minus every variable whose
+    /// name starts with `LEDGERBOARD` (settings and config file of the developer's shell).
     pub fn start(binary: &str, args: &[&str], env: &[(&str, &str)]) -> Process {
         let stderr_path = std::env::temp_dir().join(format!("lbtest-{}.stderr", unique_suffix()));
         let stderr = std::fs::File::create(&stderr_path).expect("stderr file");

@@ -37,8 +37,6 @@ pub(crate) enum Failure {
     /// Serialization failure or deadlock: safe to run again.
     Transient,
     ScoreOutOfRange,
-    /// The schema object does not exist (e.g. an unmigrated database).
-    UndefinedTable,
     Unavailable,
     Other,
 }
@@ -60,8 +58,6 @@ pub(crate) fn classify(err: &tokio_postgres::Error) -> Failure {
         || *code == SqlState::NUMERIC_VALUE_OUT_OF_RANGE
     {
         Failure::ScoreOutOfRange
-    } else if *code == SqlState::UNDEFINED_TABLE {
-        Failure::UndefinedTable
     } else if code.code().starts_with("08") // connection exception
         || code.code().starts_with("53") // insufficient resources (too many connections, …)
         || code.code().starts_with("57")
