@@ -14,10 +14,12 @@ up:
 down:
     deploy/local/down.sh
 
-# Format check, clippy with warnings denied, and every test against the real servers.
+# Format check, clippy with warnings denied, the quick benchmark (so the harness cannot rot),
+# and every test against the real servers.
 test:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
+    cargo run -q -p ledgerboard-bench -- --quick --out target/bench-quick > /dev/null
     cargo test --workspace
 
 # Apply the schema migrations to the configured database.
@@ -27,6 +29,11 @@ migrate:
 # Schema version and outbox state (pending, parked, oldest pending age).
 status:
     deploy/local/lbctl.sh status
+
+# Benchmarks against pgbench and a pipelined Redis client, in one run (`just bench --quick`
+# for a short one); the report goes to target/bench/report.md.
+bench *ARGS:
+    cargo run -q --release -p ledgerboard-bench -- {{ARGS}}
 
 # Follow the logs of the local stack.
 logs:

@@ -8,7 +8,8 @@ export LEDGERBOARD__DATABASE__URL=${LEDGERBOARD__DATABASE__URL:-postgres://postg
 export LEDGERBOARD__REDIS__URL=${LEDGERBOARD__REDIS__URL:-redis://127.0.0.1:6379}
 export LEDGERBOARD__API__LISTEN=${LEDGERBOARD__API__LISTEN:-127.0.0.1:8080}
 PROFILE=${LEDGERBOARD_PROFILE:-debug}
-DAEMONS=(api projector reconciler)
+# Projector replicas `just up` starts (they share the outbox through SKIP LOCKED).
+PROJECTORS=${LEDGERBOARD_PROJECTORS:-2}
 
 # host and port of a URL like scheme://user@host:port/path
 url_host() { local a=${1#*://}; a=${a#*@}; a=${a%%/*}; echo "${a%%:*}"; }

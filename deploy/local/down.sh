@@ -16,7 +16,9 @@ stop_pid_file() {
     rm -f "$file"
 }
 
-for d in "${DAEMONS[@]}"; do stop_pid_file "$RUN/$d.pid"; done
+for f in "$RUN"/*.pid; do
+    [ "$f" = "$RUN/redis.pid" ] || stop_pid_file "$f"
+done
 [ "${1:-}" = --daemons-only ] && exit 0
 
 if [ -f "$RUN/redis.started" ]; then

@@ -52,10 +52,13 @@ bin="$ROOT/target/$PROFILE"
 
 # A second `just up` restarts the daemons rather than starting a second set.
 "$(dirname "$0")/down.sh" --daemons-only
-for d in "${DAEMONS[@]}"; do
-    nohup "$bin/ledgerboard-$d" >"$LOG/$d.log" 2>&1 &
-    echo $! >"$RUN/$d.pid"
-done
+start_daemon() { # name binary
+    nohup "$bin/$2" >"$LOG/$1.log" 2>&1 &
+    echo $! >"$RUN/$1.pid"
+}
+start_daemon api ledgerboard-api
+for i in $(seq "$PROJECTORS"); do start_daemon "projector-$i" ledgerboard-projector; done
+start_daemon reconciler ledgerboard-reconciler
 started=
 for _ in $(seq 300); do
     if grep -q "ledgerboard-api started" "$LOG/api.log" 2>/dev/null; then started=1; break; fi
@@ -65,4 +68,4 @@ done
 if [ -z "$started" ]; then
     echo "ledgerboard-api did not start within 30 s:" >&2; tail -n 20 "$LOG/api.log" >&2; exit 1
 fi
-echo "ledgerboard is up: API at http://$LEDGERBOARD__API__LISTEN (logs: just logs; stop: just down)"
+echo "ledgerboard is up: API at http://$LEDGERBOARD__API__LISTEN, $PROJECTORS projector(s) (logs: just logs; stop: just down)"

@@ -6,9 +6,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
-use ledgerboard_core::db::{self, Database};
+use ledgerboard_core::db::{self, Database, outbox};
 
-/// Operate a ledgerboard deployment: schema migrations and status.
+/// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
@@ -28,6 +28,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Outbox rows the projector gave up on after too many failed attempts.
+    Parked {
+        #[command(subcommand)]
+        command: ParkedCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ParkedCommand {
+    /// List parked rows, oldest first, with their last error.
+    List {
+        /// Show at most this many rows.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put parked rows back in the projector's claim with a fresh attempt count. Fix what made
+    /// them fail first (the list shows the error).
+    Requeue {
+        /// Requeue every parked row.
+        #[arg(long, conflicts_with_all = ["id", "board"])]
+        all: bool,
+        /// Requeue the rows with these outbox ids.
+        #[arg(long, num_args = 1..)]
+        id: Vec<i64>,
+        /// Requeue the parked rows of this board.
+        #[arg(long)]
+        board: Option<String>,
+    },
 }
 
 #[tokio::main]
@@ -41,6 +72,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         Command::Migrate => migrate(&settings).await,
         Command::Status { json } => status(&settings, json).await,
+        Command::Parked { command } => parked(&settings, command).await,
     }
 }
 
@@ -85,6 +117,43 @@ async fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
                 "outbox:  {} pending, {} parked, oldest pending {age}",
                 o.pending, o.parked
             );
+        }
+    }
+    db.close();
+    Ok(())
+}
+
+async fn parked(settings: &Settings, command: ParkedCommand) -> anyhow::Result<()> {
+    let db = Database::connect(&settings.database, "lbctl")?;
+    db::check_schema(&db).await?.ensure_compatible()?;
+    match command {
+        ParkedCommand::List { limit, json } => {
+            let rows = outbox::list_parked(&db, limit as usize).await?;
+            if json {
+                println!("{}", serde_json::to_string(&rows)?);
+            } else if rows.is_empty() {
+                println!("no parked rows");
+            } else {
+                for r in &rows {
+                    println!(
+                        "{}\tboard={}\tuser={}\tversion={}\tattempts={}\terror={}",
+                        r.id,
+                        r.board,
+                        r.user_id,
+                        r.version,
+                        r.attempts,
+                        r.last_error.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+        }
+        ParkedCommand::Requeue { all, id, board } => {
+            if !all && id.is_empty() && board.is_none() {
+                anyhow::bail!("say which rows: --all, --id ID..., or --board BOARD");
+            }
+            let ids = (!id.is_empty()).then_some(id.as_slice());
+            let n = outbox::requeue_parked(&db, ids, board.as_deref()).await?;
+            println!("requeued {n} parked rows");
         }
     }
     db.close();

@@ -93,3 +93,52 @@ fn unreachable_database_fails_with_a_clear_message() {
     assert!(err.contains("unavailable"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
 }
+
+#[tokio::test]
+async fn parked_rows_are_listed_and_requeued() {
+    let db = TestDb::create().await;
+    let (ok, _, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO score_events (event_id, board_id, user_id, delta, score, version) VALUES
+               ('11111111-1111-4111-8111-111111111111', 'a', 'u', 1, 1, 1),
+               ('22222222-2222-4222-8222-222222222222', 'b', 'u', 1, 1, 1),
+               ('33333333-3333-4333-8333-333333333333', 'b', 'v', 1, 1, 1);
+             INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version,
+                                             attempts, last_error, parked_at)
+             SELECT event_id, board_id, user_id, 1, 1, 10, 'LBWRONGTYPE planted', now() FROM score_events;",
+        )
+        .await
+        .expect("plant parked rows");
+
+    let (ok, out, err) = lbctl(&db, &["parked", "list", "--json"]);
+    assert!(ok, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).expect("JSON list");
+    assert_eq!(rows.as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        rows[0]["last_error"],
+        serde_json::json!("LBWRONGTYPE planted")
+    );
+
+    let (ok, _, err) = lbctl(&db, &["parked", "requeue"]);
+    assert!(!ok, "a requeue must say which rows");
+    assert!(err.contains("--all"), "{err}");
+
+    let (ok, out, err) = lbctl(&db, &["parked", "requeue", "--board", "b"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("requeued 2"), "{out}");
+    let (ok, out, _) = lbctl(&db, &["status"]);
+    assert!(ok);
+    assert!(out.contains("2 pending, 1 parked"), "{out}");
+    let (ok, out, err) = lbctl(&db, &["parked", "requeue", "--all"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("requeued 1"), "{out}");
+    let attempts: i64 = client
+        .query_one("SELECT sum(attempts) FROM leaderboard_outbox", &[])
+        .await
+        .expect("attempts")
+        .get(0);
+    assert_eq!(attempts, 0, "requeued rows start over");
+}

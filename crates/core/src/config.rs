@@ -38,6 +38,7 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub redis: RedisSettings,
     pub api: ApiSettings,
+    pub projector: ProjectorSettings,
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
 }
@@ -114,6 +115,105 @@ impl Default for ApiSettings {
             body_limit_bytes: 16 * 1024,
             request_timeout_ms: 10_000,
         }
+    }
+}
+
+/// How the projector holds the rows it is applying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimMode {
+    /// Row locks held in one transaction around the Redis call (one commit per batch).
+    Transactional,
+    /// A lease written in a short transaction; Redis is called with no transaction open.
+    Leased,
+}
+
+/// What the projector does when Redis is configured so that it can lose projected keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnsafeRedisAction {
+    Warn,
+    Refuse,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectorSettings {
+    pub mode: ClaimMode,
+    /// Claim loops per process; replicas are the main way to scale.
+    pub workers: usize,
+    /// Most rows claimed and applied in one round trip.
+    pub batch_size: usize,
+    /// Longest wait between claims when no notification arrives (the fallback to LISTEN).
+    pub poll_interval_ms: u64,
+    /// Leased mode: how long a claimed row stays reserved for its projector (database clock).
+    pub lease_ms: u64,
+    /// Failed attempts after which a row is parked (kept out of the claim until requeued).
+    pub max_attempts: u32,
+    /// Retry delay after the first failure; doubles per attempt up to `retry_max_ms`.
+    pub retry_base_ms: u64,
+    pub retry_max_ms: u64,
+    /// Longest back-off while Redis is unreachable or out of memory.
+    pub outage_backoff_max_ms: u64,
+    /// How long Redis remembers that an event was applied (its marker's TTL).
+    pub event_marker_ttl_ms: u64,
+    /// Published outbox rows older than this are deleted; 0 keeps them.
+    pub published_retention_ms: u64,
+    /// `score_events` rows older than this are deleted; 0 (the default) keeps them. An event id
+    /// older than the window could then apply twice.
+    pub event_retention_ms: u64,
+    pub retention_interval_ms: u64,
+    /// Rows deleted per retention transaction.
+    pub retention_batch: usize,
+    /// How often Redis's eviction policy and memory use are checked.
+    pub redis_check_interval_ms: u64,
+    pub unsafe_redis: UnsafeRedisAction,
+    /// Fraction of `maxmemory` above which Redis counts as close to its limit.
+    pub redis_memory_warn_ratio: f64,
+}
+
+impl Default for ProjectorSettings {
+    fn default() -> Self {
+        Self {
+            mode: ClaimMode::Transactional,
+            workers: 1,
+            batch_size: 500,
+            poll_interval_ms: 1_000,
+            lease_ms: 60_000,
+            max_attempts: 10,
+            retry_base_ms: 500,
+            retry_max_ms: 300_000,
+            outage_backoff_max_ms: 5_000,
+            event_marker_ttl_ms: 86_400_000,
+            published_retention_ms: 3_600_000,
+            event_retention_ms: 0,
+            retention_interval_ms: 60_000,
+            retention_batch: 1_000,
+            redis_check_interval_ms: 60_000,
+            unsafe_redis: UnsafeRedisAction::Warn,
+            redis_memory_warn_ratio: 0.9,
+        }
+    }
+}
+
+impl ProjectorSettings {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.poll_interval_ms)
+    }
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.lease_ms)
+    }
+    pub fn outage_backoff_max(&self) -> Duration {
+        Duration::from_millis(self.outage_backoff_max_ms)
+    }
+    pub fn event_marker_ttl(&self) -> Duration {
+        Duration::from_millis(self.event_marker_ttl_ms)
+    }
+    pub fn retention_interval(&self) -> Duration {
+        Duration::from_millis(self.retention_interval_ms)
+    }
+    pub fn redis_check_interval(&self) -> Duration {
+        Duration::from_millis(self.redis_check_interval_ms)
     }
 }
 
@@ -297,8 +397,154 @@ impl Settings {
             600_000,
         )?;
         in_range("shutdown.grace_ms", self.shutdown.grace_ms, 0, 3_600_000)?;
+        self.validate_projector()?;
         tracing_subscriber::EnvFilter::try_new(&self.log.filter)
             .map_err(|e| invalid("log.filter", e))?;
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// The longest a projection batch may wait on Redis: a connection, then up to three
+    /// round trips (apply, reload the script after NOSCRIPT, apply again).
+    pub fn redis_time_per_batch(&self) -> Duration {
+        self.redis.connect_timeout() + 3 * self.redis.response_timeout()
+    }
+
+    /// The bound on one projection batch: up to five database round trips (BEGIN, claim,
+    /// publish, fail, COMMIT) and its time on Redis. Past it the batch is abandoned and its
+    /// connection dropped.
+    pub fn projector_batch_deadline(&self) -> Duration {
+        5 * self.database.round_trip_timeout() + self.redis_time_per_batch()
+    }
+
+    fn validate_projector(&self) -> Result<(), ConfigError> {
+        let p = &self.projector;
+        in_range("projector.workers", p.workers as u64, 1, 64)?;
+        in_range("projector.batch_size", p.batch_size as u64, 1, 10_000)?;
+        in_range(
+            "projector.poll_interval_ms",
+            p.poll_interval_ms,
+            10,
+            600_000,
+        )?;
+        in_range(
+            "projector.max_attempts",
+            u64::from(p.max_attempts),
+            1,
+            1_000,
+        )?;
+        in_range("projector.retry_base_ms", p.retry_base_ms, 1, 3_600_000)?;
+        in_range(
+            "projector.retry_max_ms",
+            p.retry_max_ms,
+            p.retry_base_ms,
+            86_400_000,
+        )?;
+        in_range(
+            "projector.outage_backoff_max_ms",
+            p.outage_backoff_max_ms,
+            10,
+            600_000,
+        )?;
+        in_range(
+            "projector.event_marker_ttl_ms",
+            p.event_marker_ttl_ms,
+            1_000,
+            30 * 86_400_000,
+        )?;
+        in_range(
+            "projector.published_retention_ms",
+            p.published_retention_ms,
+            0,
+            365 * 86_400_000,
+        )?;
+        in_range(
+            "projector.event_retention_ms",
+            p.event_retention_ms,
+            0,
+            3_650 * 86_400_000,
+        )?;
+        in_range(
+            "projector.retention_interval_ms",
+            p.retention_interval_ms,
+            100,
+            86_400_000,
+        )?;
+        in_range(
+            "projector.retention_batch",
+            p.retention_batch as u64,
+            1,
+            100_000,
+        )?;
+        in_range(
+            "projector.redis_check_interval_ms",
+            p.redis_check_interval_ms,
+            100,
+            86_400_000,
+        )?;
+        if !(0.0..=1.0).contains(&p.redis_memory_warn_ratio) {
+            return Err(invalid(
+                "projector.redis_memory_warn_ratio",
+                "must be between 0 and 1",
+            ));
+        }
+        // While a batch waits on Redis, its transaction (transactional mode) sits idle and its
+        // lease (leased mode) runs: neither may run out before the batch's own deadline does.
+        let redis_ms = self.redis_time_per_batch().as_millis() as u64;
+        let idle_in_tx = 2 * self.database.statement_timeout_ms;
+        if p.mode == ClaimMode::Transactional && idle_in_tx <= redis_ms {
+            return Err(invalid(
+                "redis.response_timeout_ms",
+                format!(
+                    "a batch may wait {redis_ms} ms on Redis (redis.connect_timeout_ms + 3 x redis.response_timeout_ms), \
+                     which must stay below idle_in_transaction_session_timeout (2 x database.statement_timeout_ms = {idle_in_tx} ms)"
+                ),
+            ));
+        }
+        let deadline_ms = self.projector_batch_deadline().as_millis() as u64;
+        if p.mode == ClaimMode::Leased && p.lease_ms <= deadline_ms {
+            return Err(invalid(
+                "projector.lease_ms",
+                format!(
+                    "{} ms must exceed a batch's deadline of {deadline_ms} ms \
+                     (5 database round trips of statement_timeout + 1 s, plus redis.connect_timeout_ms + 3 x redis.response_timeout_ms)",
+                    p.lease_ms
+                ),
+            ));
+        }
+        in_range(
+            "projector.workers",
+            p.workers as u64 + 1,
+            1,
+            self.database.pool_max_size as u64,
+        )
+        .map_err(|_| {
+            invalid(
+                "projector.workers",
+                format!(
+                    "{} workers (+1 for retention) need database.pool_max_size >= {}",
+                    p.workers,
+                    p.workers + 1
+                ),
+            )
+        })?;
+        in_range(
+            "projector.workers",
+            p.workers as u64,
+            1,
+            self.redis.pool_max_size as u64,
+        )
+        .map_err(|_| {
+            invalid(
+                "projector.workers",
+                format!(
+                    "{} workers need redis.pool_max_size >= {}",
+                    p.workers, p.workers
+                ),
+            )
+        })?;
+        in_range("projector.lease_ms", p.lease_ms, 100, 3_600_000)?;
         Ok(())
     }
 }
@@ -434,6 +680,17 @@ mod tests {
             ),
             ("LEDGERBOARD__LOG__FORMAT", "xml", "format"),
             ("LEDGERBOARD__DATABASE__URLL", "x", "urll"),
+            ("LEDGERBOARD__PROJECTOR__MODE", "sometimes", "mode"),
+            (
+                "LEDGERBOARD__PROJECTOR__BATCH_SIZE",
+                "0",
+                "projector.batch_size",
+            ),
+            (
+                "LEDGERBOARD__REDIS__RESPONSE_TIMEOUT_MS",
+                "5000",
+                "idle_in_transaction",
+            ),
         ];
         for (key, value, expected) in cases {
             let err = Settings::load_from(None, env(&[(key, value)]))
@@ -444,6 +701,28 @@ mod tests {
                 "{key}={value}: {msg:?} lacks {expected:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_lease_must_outlast_a_batch() {
+        let err = Settings::load_from(
+            None,
+            env(&[
+                ("LEDGERBOARD__PROJECTOR__MODE", "leased"),
+                ("LEDGERBOARD__PROJECTOR__LEASE_MS", "30000"),
+            ]),
+        )
+        .expect_err("30 s lease < 5 x 6 s + 1 s + 3 x 1 s");
+        assert!(err.to_string().contains("projector.lease_ms"), "{err}");
+        let ok = Settings::load_from(
+            None,
+            env(&[
+                ("LEDGERBOARD__PROJECTOR__MODE", "leased"),
+                ("LEDGERBOARD__PROJECTOR__LEASE_MS", "35000"),
+            ]),
+        )
+        .expect("35 s lease");
+        assert_eq!(ok.projector.mode, ClaimMode::Leased);
     }
 
     #[test]

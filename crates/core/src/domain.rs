@@ -198,13 +198,14 @@ pub struct CommandOutcome {
 }
 
 /// What the projector writes to Redis for one outbox row: an absolute score and the version
-/// it belongs to, so repeated or reordered deliveries are harmless.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// it belongs to, so repeated or reordered deliveries are harmless. Built only from validated
+/// ids, since they become Redis keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProjectionEntry {
     pub outbox_id: i64,
-    pub event_id: Uuid,
-    pub board: String,
-    pub user_id: String,
+    pub event_id: EventId,
+    pub board: BoardId,
+    pub user_id: UserId,
     pub score: i64,
     pub version: i64,
 }

@@ -7,5 +7,7 @@ pub mod daemon;
 pub mod db;
 pub mod domain;
 pub mod keys;
+pub mod projection;
+pub mod scripts;
 pub mod shutdown;
 pub mod telemetry;

@@ -1,7 +1,5 @@
-//! `ledgerboard-projector`: projects the outbox into the Redis leaderboards.
-//!
-//! So far it starts (settings, PostgreSQL with the right schema, Redis), waits for SIGTERM and
-//! stops cleanly; its work arrives with its own issue.
+//! `ledgerboard-projector`: parse flags, load settings, wait for PostgreSQL, project the outbox
+//! into Redis until SIGTERM.
 
 use std::process::ExitCode;
 
@@ -9,10 +7,12 @@ use anyhow::Context;
 use clap::Parser;
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::{daemon, shutdown};
+use ledgerboard_projector::Projector;
 
 const NAME: &str = "ledgerboard-projector";
 
-/// ledgerboard's projector: projects the outbox into the Redis leaderboards.
+/// ledgerboard's projector: applies the outbox to the Redis leaderboards. Run as many
+/// replicas as the load needs.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
@@ -33,12 +33,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     };
     let cache = Cache::connect(&settings.redis).context("redis.url")?;
-    if let Err(e) = cache.ping().await {
-        // Redis may come up after us; the work loop retries, so this is not fatal.
-        tracing::warn!(url = cache.url_for_logs(), error = %e, "Redis does not answer yet");
-    }
-    tracing::info!("{NAME} started");
-    cancel.cancelled().await;
+    let mode = settings.projector.mode;
+    let workers = settings.projector.workers;
+    let projector = Projector::new(settings, db.clone(), cache);
+    projector.check_redis().await?;
+    tracing::info!(?mode, workers, "{NAME} started");
+    projector.run(cancel).await;
     db.close();
     tracing::info!("{NAME} stopped");
     Ok(())

@@ -412,6 +412,142 @@ pub fn http_request(addr: &str, method: &str, path: &str, body: &str) -> (u16, S
     (status, body)
 }
 
+/// A redis-server of the test's own on a free port, for tests that stop, restart or starve
+/// Redis (never the shared one). Data survives `restart()` (SHUTDOWN SAVE, then load), but not
+/// the fixture.
+pub struct RedisServer {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        let dir = std::env::temp_dir().join(format!("lbtest-redis-{}", unique_suffix()));
+        std::fs::create_dir_all(&dir).expect("redis dir");
+        let mut server = RedisServer {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dbfilename",
+                "test.rdb",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start redis-server (is it installed?)");
+        self.child = Some(child);
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(10) {
+            if self.ping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server on port {} did not answer", self.port);
+    }
+
+    fn connection(&self) -> Option<redis::Connection> {
+        redis::Client::open(self.url())
+            .ok()?
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .ok()
+    }
+
+    pub fn ping(&self) -> bool {
+        self.connection()
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c).ok())
+            .is_some()
+    }
+
+    /// Runs one command (CONFIG SET, …) on this server.
+    pub fn command(&self, args: &[&str]) -> redis::RedisResult<redis::Value> {
+        let mut conn = self
+            .connection()
+            .ok_or_else(|| redis::RedisError::from(std::io::Error::other("no connection")))?;
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut conn)
+    }
+
+    /// Stops the server, saving its data to disk.
+    pub fn stop(&mut self) {
+        let _ = self.command(&["SHUTDOWN", "SAVE"]);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, with the data saved by `stop`.
+    pub fn restart(&mut self) {
+        self.spawn();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Seeds `rows` outbox rows for `users` users of `board`: user i gets versions 1, 2, … in id
+/// order, each with its own absolute score; `user_scores` holds each user's last one, so a
+/// drained projection must equal `user_scores` exactly.
+pub async fn seed_outbox(client: &tokio_postgres::Client, board: &str, users: i64, rows: i64) {
+    client
+        .execute(
+            "INSERT INTO score_events (event_id, board_id, user_id, delta, score, version)
+             SELECT gen_random_uuid(), $1, 'u' || lpad((g % $2::bigint)::text, 6, '0'), 1,
+                    g * 7 - 1000, g / $2::bigint + 1
+             FROM generate_series(0::bigint, $3::bigint - 1) AS g",
+            &[&board, &users, &rows],
+        )
+        .await
+        .expect("seed events");
+    client
+        .execute(
+            "INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version)
+             SELECT event_id, board_id, user_id, score, version FROM score_events
+             WHERE board_id = $1 ORDER BY version, user_id",
+            &[&board],
+        )
+        .await
+        .expect("seed outbox");
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT DISTINCT ON (user_id) board_id, user_id, score, version FROM score_events
+             WHERE board_id = $1 ORDER BY user_id, version DESC",
+            &[&board],
+        )
+        .await
+        .expect("seed scores");
+}
+
 #[cfg(test)]
 mod tests {
     use super::url_with_dbname;

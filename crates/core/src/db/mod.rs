@@ -4,6 +4,7 @@
 mod commands;
 mod errors;
 mod migrations;
+pub mod outbox;
 mod pool;
 pub mod sql;
 mod status;

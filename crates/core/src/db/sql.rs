@@ -4,3 +4,15 @@ pub const SCORE_COMMAND: &str = include_str!("sql/score_command.sql");
 pub const SCHEMA_VERSION: &str = include_str!("sql/schema_version.sql");
 pub const OUTBOX_STATUS: &str = include_str!("sql/outbox_status.sql");
 pub const SCHEMA_HISTORY_EXISTS: &str = include_str!("sql/schema_history_exists.sql");
+pub const OUTBOX_CLAIM: &str = include_str!("sql/outbox_claim.sql");
+pub const OUTBOX_LEASE: &str = include_str!("sql/outbox_lease.sql");
+pub const OUTBOX_PUBLISH: &str = include_str!("sql/outbox_publish.sql");
+pub const OUTBOX_FAIL: &str = include_str!("sql/outbox_fail.sql");
+pub const OUTBOX_RELEASE: &str = include_str!("sql/outbox_release.sql");
+pub const RETENTION_LOCK: &str = include_str!("sql/retention_lock.sql");
+pub const RETENTION_OUTBOX: &str = include_str!("sql/retention_outbox.sql");
+pub const RETENTION_EVENTS: &str = include_str!("sql/retention_events.sql");
+pub const PARKED_LIST: &str = include_str!("sql/parked_list.sql");
+pub const PARKED_REQUEUE: &str = include_str!("sql/parked_requeue.sql");
+/// The channel the command statement notifies and the projectors listen on.
+pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";

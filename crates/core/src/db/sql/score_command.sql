@@ -4,6 +4,7 @@
 -- First arrival: `prior` is empty, so the score is upserted (the row lock serializes
 -- concurrent commands for one user: no lost update), the event is recorded with the score and
 -- version it produced, and the outbox row carries them to the projection.
+-- The commit also notifies the projectors.
 -- Repeat: `prior` returns the recorded event and nothing is written.
 -- Concurrent arrivals of one new event id: both see no prior row; the later one's insert into
 -- score_events raises unique_violation on score_events_pkey, which aborts its whole statement
@@ -32,7 +33,13 @@ outbox AS (
     INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version)
     SELECT $1, board_id, user_id, score, version FROM event
     RETURNING id
+),
+-- Wakes the projectors (LISTEN ledgerboard_outbox); delivered at commit. Referenced below so
+-- that it runs.
+notified AS (
+    SELECT pg_notify('ledgerboard_outbox', '') FROM outbox
 )
-SELECT false AS duplicate, board_id, user_id, delta, score, version FROM event
+SELECT false AS duplicate, board_id, user_id, delta, score, version
+FROM event, (SELECT count(*) FROM notified) AS n
 UNION ALL
 SELECT true AS duplicate, board_id, user_id, delta, score, version FROM prior

@@ -1,0 +1,58 @@
+//! `ledgerboard-bench`: measures ledgerboard against what PostgreSQL and Redis alone do on the
+//! same machine, in the same run, on fresh databases and namespaces, and writes the ratios.
+//! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
+
+mod projector;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Benchmarks against the hardware's own limits (pgbench, a pipelined Redis client).
+#[derive(Parser)]
+struct Args {
+    /// A short run (well under a minute) that keeps the harness working; figures are rough.
+    #[arg(long)]
+    quick: bool,
+    /// Where the report goes.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    ledgerboard_core::telemetry::init_logging(&ledgerboard_core::config::LogSettings {
+        filter: "warn".into(),
+        ..Default::default()
+    });
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ledgerboard-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.out)?;
+    let machine = report::Machine::read().await?;
+    let projector = projector::run(args.quick, &args.out).await?;
+    let report = report::Report {
+        quick: args.quick,
+        machine,
+        projector,
+    };
+    let markdown = report.markdown();
+    std::fs::write(args.out.join("report.md"), &markdown)?;
+    std::fs::write(
+        args.out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    println!("{markdown}");
+    println!("written to {}", args.out.join("report.md").display());
+    Ok(())
+}

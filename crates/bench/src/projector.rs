@@ -1,0 +1,404 @@
+//! Projector throughput and commit-to-visible latency, against PostgreSQL running the same
+//! claim-and-mark SQL (pgbench) and Redis running the projection script alone.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::{Database, apply_score_command, migrate, outbox, sql};
+use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::projection::apply_batch;
+use ledgerboard_projector::Projector;
+use ledgerboard_projector::stats::Stats;
+use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
+use serde::Serialize;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+const BOARD: &str = "bench";
+const BATCH: usize = 500;
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    pub clients: usize,
+    pub rows_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Drain {
+    pub replicas: usize,
+    pub seconds: f64,
+    pub rows_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub offered_per_s: u64,
+    pub seconds: u64,
+    pub replicas: usize,
+    pub commands: usize,
+    pub samples: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProjectorFigures {
+    pub backlog_rows: i64,
+    pub users: i64,
+    pub batch_size: usize,
+    pub claim_and_mark: Vec<Throughput>,
+    pub script_alone: Vec<Throughput>,
+    pub limit_rows_per_s: f64,
+    pub drains: Vec<Drain>,
+    pub latency: Latency,
+}
+
+pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
+    let rows: i64 = if quick { 20_000 } else { 200_000 };
+    let users = rows / 20;
+    let db = TestDb::create().await;
+    let mut settings = Settings::default();
+    settings.database.url = db.url.clone();
+    settings.projector.batch_size = BATCH;
+    settings.projector.poll_interval_ms = 100;
+    migrate(&settings.database).await?;
+    let client = db.client().await;
+    seed_outbox(&client, BOARD, users, rows).await;
+
+    eprintln!("limit: pgbench claim-and-mark");
+    let script = out.join("claim-and-mark.sql");
+    std::fs::write(&script, pgbench_script())?;
+    let mut claim_and_mark = Vec::new();
+    for clients in [1, 4] {
+        reset_outbox(&client).await?;
+        let transactions = (rows as usize).div_ceil(BATCH).div_ceil(clients);
+        let tps = pgbench(&db.url, &script, clients, transactions)?;
+        claim_and_mark.push(Throughput {
+            clients,
+            rows_per_s: tps * BATCH as f64,
+        });
+    }
+
+    eprintln!("limit: projection script alone");
+    reset_outbox(&client).await?;
+    let entries = {
+        let d = Database::connect(&settings.database, "bench")?;
+        let c = d.client().await?;
+        let claimed = outbox::claim(&c, rows as usize).await?;
+        claimed
+            .into_iter()
+            .filter_map(|c| c.entry.ok())
+            .collect::<Vec<_>>()
+    };
+    let mut script_alone = Vec::new();
+    for clients in [1, 4] {
+        let redis = TestRedis::new();
+        settings.redis.namespace = redis.namespace.clone();
+        let cache = Cache::connect(&settings.redis)?;
+        let chunks: Vec<_> = entries.chunks(BATCH).map(<[_]>::to_vec).collect();
+        let queue = Arc::new(Mutex::new(chunks));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..clients {
+            let (queue, cache) = (queue.clone(), cache.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let Some(chunk) = queue.lock().await.pop() else {
+                        return Ok(());
+                    };
+                    apply_batch(&cache, &chunk, Duration::from_secs(3600)).await?;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await?
+                .map_err(|e: ledgerboard_core::projection::Outage| anyhow::anyhow!(e))?;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        script_alone.push(Throughput {
+            clients,
+            rows_per_s: entries.len() as f64 / secs,
+        });
+    }
+    let best = |v: &[Throughput]| v.iter().map(|t| t.rows_per_s).fold(0.0, f64::max);
+    let limit_rows_per_s = best(&claim_and_mark).min(best(&script_alone));
+
+    let mut drains = Vec::new();
+    for replicas in [1, 2, 4] {
+        eprintln!("projector drain with {replicas} replica(s)");
+        reset_outbox(&client).await?;
+        let redis = TestRedis::new();
+        settings.redis.namespace = redis.namespace.clone();
+        let cancel = CancellationToken::new();
+        let started = Instant::now();
+        let handles: Vec<_> = (0..replicas)
+            .map(|_| start_replica(&settings, &cancel))
+            .collect::<anyhow::Result<_>>()?;
+        wait_delivered(&handles, rows as u64, Duration::from_secs(600)).await?;
+        let secs = started.elapsed().as_secs_f64();
+        cancel.cancel();
+        for (_, h) in handles {
+            h.await?;
+        }
+        anyhow::ensure!(
+            pending(&client).await? == 0,
+            "rows left pending after the drain"
+        );
+        drains.push(Drain {
+            replicas,
+            seconds: secs,
+            rows_per_s: rows as f64 / secs,
+        });
+    }
+
+    eprintln!("commit-to-visible latency");
+    let latency = latency(&mut settings, &client, quick).await?;
+    Ok(ProjectorFigures {
+        backlog_rows: rows,
+        users,
+        batch_size: BATCH,
+        claim_and_mark,
+        script_alone,
+        limit_rows_per_s,
+        drains,
+        latency,
+    })
+}
+
+/// The projector's own SQL, one batch per transaction: claim (rows go back to the client),
+/// then mark the same rows published (they are locked by this transaction, so the repeated
+/// claim finds exactly them), then commit.
+fn pgbench_script() -> String {
+    let claim = sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string());
+    let claim = strip_comments(&claim);
+    let ids = strip_comments(&sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string())).replacen(
+        "SELECT id, event_id, board_id, user_id, absolute_score, score_version, attempts",
+        "SELECT id",
+        1,
+    );
+    // Transactional mode: no lease owner ($2 is NULL).
+    let publish = strip_comments(sql::OUTBOX_PUBLISH)
+        .replace("$1::bigint[]", &format!("ARRAY({ids})"))
+        .replace("$2::text", "NULL::text");
+    format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n")
+}
+
+fn strip_comments(sql: &str) -> String {
+    sql.lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {
+    client
+        .batch_execute(
+            "UPDATE leaderboard_outbox SET published_at = NULL, lease_owner = NULL, lease_expires_at = NULL",
+        )
+        .await
+        .context("resetting the outbox")?;
+    // Separately: VACUUM cannot run in the implicit transaction of a multi-statement batch.
+    client
+        .batch_execute("VACUUM ANALYZE leaderboard_outbox")
+        .await
+        .context("vacuuming the outbox")
+}
+
+fn pgbench(url: &str, script: &Path, clients: usize, transactions: usize) -> anyhow::Result<f64> {
+    let output = std::process::Command::new("pgbench")
+        .args(["-n", "-c", &clients.to_string(), "-j", &clients.to_string()])
+        .args(["-t", &transactions.to_string(), "-f"])
+        .arg(script)
+        .arg(url)
+        .output()
+        .context("running pgbench (apt-get install postgresql-contrib?)")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    anyhow::ensure!(
+        output.status.success(),
+        "pgbench failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("tps = "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no tps in pgbench output: {stdout}"))
+}
+
+/// A projector replica in this process; its counters tell when the drain is done, so the
+/// measurement itself puts no load on PostgreSQL.
+fn start_replica(
+    settings: &Settings,
+    cancel: &CancellationToken,
+) -> anyhow::Result<(Arc<Stats>, tokio::task::JoinHandle<()>)> {
+    let db = Database::connect(&settings.database, "bench-projector")?;
+    let cache = Cache::connect(&settings.redis)?;
+    let projector = Projector::new(settings.clone(), db, cache);
+    let stats = projector.stats();
+    Ok((stats, tokio::spawn(projector.run(cancel.clone()))))
+}
+
+async fn wait_delivered(
+    replicas: &[(Arc<Stats>, tokio::task::JoinHandle<()>)],
+    rows: u64,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let delivered: u64 = replicas.iter().map(|(s, _)| s.snapshot().delivered()).sum();
+        if delivered >= rows {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "the outbox did not drain in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn pending(client: &tokio_postgres::Client) -> anyhow::Result<i64> {
+    Ok(client
+        .query_one(
+            "SELECT count(*) FROM leaderboard_outbox WHERE published_at IS NULL AND parked_at IS NULL",
+            &[],
+        )
+        .await?
+        .get(0))
+}
+
+/// Offers commands at a steady rate through the real command path with two projector
+/// replicas running, from an empty outbox; a watcher reads the version hash every
+/// millisecond and notes when each sampled command's version became visible.
+async fn latency(
+    settings: &mut Settings,
+    client: &tokio_postgres::Client,
+    quick: bool,
+) -> anyhow::Result<Latency> {
+    let (rate, seconds, replicas) = if quick {
+        (200_u64, 3_u64, 2)
+    } else {
+        (1_000, 15, 2)
+    };
+    client
+        .batch_execute("TRUNCATE leaderboard_outbox, score_events, user_scores")
+        .await?;
+    let redis = TestRedis::new();
+    settings.redis.namespace = redis.namespace.clone();
+    let cancel = CancellationToken::new();
+    let handles: Vec<_> = (0..replicas)
+        .map(|_| start_replica(settings, &cancel))
+        .collect::<anyhow::Result<_>>()?;
+    let db = Database::connect(&settings.database, "bench-commands")?;
+    let cache = Cache::connect(&settings.redis)?;
+    let board = BoardId::parse("latency")?;
+    let versions_key = cache.keys().versions(&board);
+
+    // (user, version, committed at) waiting to be seen; latencies of the seen ones.
+    let waiting: Arc<Mutex<Vec<(String, i64, Instant)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let watcher = {
+        let (waiting, seen, cache, key, stop) = (
+            waiting.clone(),
+            seen.clone(),
+            cache.clone(),
+            versions_key.clone(),
+            cancel.child_token(),
+        );
+        tokio::spawn(async move {
+            let mut conn = match cache.connection().await {
+                Ok(c) => c,
+                Err(_) => return,
+            };
+            while !stop.is_cancelled() {
+                let batch: Vec<_> = waiting.lock().await.clone();
+                if !batch.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for (user, _, _) in &batch {
+                        pipe.cmd("HGET").arg(&key).arg(user);
+                    }
+                    let versions: Vec<Option<i64>> =
+                        pipe.query_async(&mut conn).await.unwrap_or_default();
+                    let now = Instant::now();
+                    let mut done = Vec::new();
+                    for ((user, version, at), got) in batch.iter().zip(versions) {
+                        if got.is_some_and(|g| g >= *version) {
+                            done.push((user.clone(), *version));
+                            seen.lock()
+                                .await
+                                .push(now.duration_since(*at).as_secs_f64() * 1000.0);
+                        }
+                    }
+                    waiting
+                        .lock()
+                        .await
+                        .retain(|(u, v, _)| !done.contains(&(u.clone(), *v)));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    let total = (rate * seconds) as usize;
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    let mut commands = Vec::with_capacity(total);
+    for i in 0..total {
+        ticker.tick().await;
+        let (db, board, waiting) = (db.clone(), board.clone(), waiting.clone());
+        commands.push(tokio::spawn(async move {
+            let user = format!("player-{}", i % 5_000);
+            let command = ScoreCommand {
+                event_id: EventId::from(uuid::Uuid::new_v4()),
+                board,
+                user_id: UserId::parse(&user)?,
+                delta: Delta::new((i % 100) as i64 + 1)?,
+            };
+            let outcome = apply_score_command(&db, &command).await?;
+            // Every 5th command is sampled, to keep the watcher's reads light.
+            if i % 5 == 0 {
+                waiting
+                    .lock()
+                    .await
+                    .push((user, outcome.version, Instant::now()));
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for c in commands {
+        c.await??;
+    }
+    let started = Instant::now();
+    while !waiting.lock().await.is_empty() && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
+    watcher.await?;
+    for (_, h) in handles {
+        h.await?;
+    }
+    let mut samples = seen.lock().await.clone();
+    anyhow::ensure!(!samples.is_empty(), "no command became visible");
+    anyhow::ensure!(
+        waiting.lock().await.is_empty(),
+        "some commands never became visible"
+    );
+    samples.sort_by(f64::total_cmp);
+    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    Ok(Latency {
+        offered_per_s: rate,
+        seconds,
+        replicas,
+        commands: total,
+        samples: samples.len(),
+        p50_ms: pct(0.50),
+        p95_ms: pct(0.95),
+        p99_ms: pct(0.99),
+        max_ms: pct(1.0),
+    })
+}

@@ -1,0 +1,138 @@
+//! Applying outbox rows to the Redis projection: one pipelined round trip per batch of
+//! EVALSHA calls of `lua/project.lua`.
+//!
+//! Errors are sorted in two kinds. An *outage* (Redis unreachable, timed out, out of memory,
+//! loading, read-only, …) is nobody's row's fault: the whole batch is abandoned, to be
+//! delivered again after a back-off, and no row is charged an attempt. A *row failure* (the
+//! script refused that row: a wrong-typed key, a corrupt stored version) is charged to the row,
+//! which is retried and eventually parked.
+
+use std::time::Duration;
+
+use redis::{ErrorKind, RedisError, RedisResult};
+
+use crate::cache::{Cache, CacheError};
+use crate::domain::ProjectionEntry;
+use crate::scripts::PROJECT;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowOutcome {
+    Applied,
+    /// The event's marker was present: applied before.
+    Duplicate,
+    /// The projection already holds this version or a newer one.
+    Stale,
+    /// The script refused the row; the message says why.
+    Failed(String),
+}
+
+/// Redis could not take the batch at all; retry later.
+#[derive(Debug, thiserror::Error)]
+#[error("redis outage: {0}")]
+pub struct Outage(pub String);
+
+impl From<CacheError> for Outage {
+    fn from(err: CacheError) -> Self {
+        Outage(err.to_string())
+    }
+}
+
+/// Applies `entries` in one pipeline and returns one outcome per entry, in order.
+///
+/// The script is called by EVALSHA. After a Redis restart or failover the script cache is
+/// empty (NOSCRIPT): the script is loaded again and the whole batch sent once more, which is
+/// harmless because every call is idempotent.
+pub async fn apply_batch(
+    cache: &Cache,
+    entries: &[ProjectionEntry],
+    marker_ttl: Duration,
+) -> Result<Vec<RowOutcome>, Outage> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut conn = cache.connection().await?;
+    let ttl_ms = marker_ttl.as_millis().max(1).to_string();
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    let keys = cache.keys();
+    for e in entries {
+        pipe.cmd("EVALSHA")
+            .arg(PROJECT.get_hash())
+            .arg(3)
+            .arg(keys.event_marker(&e.board, &e.event_id))
+            .arg(keys.scores(&e.board))
+            .arg(keys.versions(&e.board))
+            .arg(e.user_id.as_str())
+            .arg(e.score)
+            .arg(e.version)
+            .arg(&ttl_ms);
+    }
+    let mut replies = send(&pipe, &mut conn).await?;
+    if replies
+        .iter()
+        .any(|r| matches!(r, Err(e) if e.code() == Some("NOSCRIPT")))
+    {
+        tracing::info!("projection script missing from Redis (restart or failover?): loading it");
+        PROJECT
+            .prepare_invoke()
+            .load_async(&mut conn)
+            .await
+            .map_err(|e| Outage(format!("loading the projection script: {e}")))?;
+        // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
+        replies = send(&pipe, &mut conn).await?;
+    }
+    replies.into_iter().map(outcome).collect()
+}
+
+async fn send(
+    pipe: &redis::Pipeline,
+    conn: &mut deadpool_redis::Connection,
+) -> Result<Vec<RedisResult<String>>, Outage> {
+    pipe.query_async(conn)
+        .await
+        .map_err(|e| Outage(e.to_string()))
+}
+
+fn outcome(reply: RedisResult<String>) -> Result<RowOutcome, Outage> {
+    match reply {
+        Ok(s) if s == "applied" => Ok(RowOutcome::Applied),
+        Ok(s) if s == "duplicate" => Ok(RowOutcome::Duplicate),
+        Ok(s) if s == "stale" => Ok(RowOutcome::Stale),
+        Ok(other) => Ok(RowOutcome::Failed(format!(
+            "unexpected script answer {other:?}"
+        ))),
+        Err(e) if is_outage(&e) => Err(Outage(e.to_string())),
+        Err(e) => Ok(RowOutcome::Failed(e.to_string())),
+    }
+}
+
+/// Whether an error says "Redis cannot take writes now" rather than "this row is bad".
+/// Misconfiguration (NOPERM, MOVED/ASK from a cluster without cluster mode) counts too: it is
+/// no row's fault, and parking every row for it would only move the problem.
+pub fn is_outage(err: &RedisError) -> bool {
+    if err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.kind() == ErrorKind::Io
+    {
+        return true;
+    }
+    matches!(
+        err.code(),
+        Some(
+            "OOM"
+                | "LOADING"
+                | "BUSY"
+                | "READONLY"
+                | "MASTERDOWN"
+                | "TRYAGAIN"
+                | "CLUSTERDOWN"
+                | "MOVED"
+                | "ASK"
+                | "NOSCRIPT"
+                | "NOPERM"
+                | "MISCONF"
+        )
+    )
+}

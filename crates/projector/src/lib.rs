@@ -1,0 +1,173 @@
+//! `ledgerboard-projector`: applies the outbox to the Redis projection. Any number of
+//! replicas may run; `FOR UPDATE SKIP LOCKED` (or leases) share the rows between them and the
+//! projection script makes every repeat harmless.
+
+pub mod redis_guard;
+pub mod stats;
+pub mod wakeup;
+pub mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::{Settings, UnsafeRedisAction};
+use ledgerboard_core::db::Database;
+use ledgerboard_core::db::outbox;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::Stats;
+use crate::worker::Worker;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectorError {
+    #[error("refusing to start: {0} (projector.unsafe_redis = refuse)")]
+    UnsafeRedis(String),
+}
+
+pub struct Projector {
+    settings: Arc<Settings>,
+    db: Database,
+    cache: Cache,
+    stats: Arc<Stats>,
+    instance: String,
+}
+
+impl Projector {
+    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+        // Kubernetes sets HOSTNAME to the pod name: leases then say which pod holds a row.
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "projector".into());
+        let instance = format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        Self {
+            settings: Arc::new(settings),
+            db,
+            cache,
+            stats: Arc::new(Stats::default()),
+            instance,
+        }
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// A worker of this projector (tests drive single batches with it).
+    pub fn worker(&self, index: usize) -> Worker {
+        Worker {
+            db: self.db.clone(),
+            cache: self.cache.clone(),
+            settings: self.settings.clone(),
+            stats: self.stats.clone(),
+            owner: format!("{}-{index}", self.instance),
+        }
+    }
+
+    /// Reports Redis settings that can lose projected keys; refuses to start on them when
+    /// `projector.unsafe_redis = refuse`. A Redis that does not answer yet, or hides CONFIG,
+    /// is only reported: the workers wait for it.
+    pub async fn check_redis(&self) -> Result<(), ProjectorError> {
+        let p = &self.settings.projector;
+        match redis_guard::inspect(&self.cache).await {
+            Ok(memory) => {
+                let problems = redis_guard::problems(&memory, p.redis_memory_warn_ratio);
+                if !problems.is_empty() && p.unsafe_redis == UnsafeRedisAction::Refuse {
+                    return Err(ProjectorError::UnsafeRedis(problems.join("; ")));
+                }
+                for problem in problems {
+                    tracing::warn!(
+                        problem,
+                        "Redis is configured so that the projection can lose data"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read Redis's memory settings"),
+        }
+        Ok(())
+    }
+
+    /// Runs the workers, the retention task and the Redis check until `cancel` fires, then
+    /// waits for them for at most the shutdown grace (plus a second).
+    pub async fn run(self, cancel: CancellationToken) {
+        let p = &self.settings.projector;
+        let (wake, listener) = wakeup::spawn(&self.settings.database, cancel.clone());
+        let mut tasks = JoinSet::new();
+        for index in 0..p.workers {
+            tasks.spawn(self.worker(index).run(cancel.clone(), wake.clone()));
+        }
+        tasks.spawn(retention_loop(
+            self.db.clone(),
+            self.settings.clone(),
+            cancel.clone(),
+        ));
+        tasks.spawn(redis_check_loop(
+            self.cache.clone(),
+            self.settings.clone(),
+            cancel.clone(),
+        ));
+
+        cancel.cancelled().await;
+        let limit = self.settings.shutdown.grace() + Duration::from_secs(1);
+        let joined =
+            tokio::time::timeout(limit, async { while tasks.join_next().await.is_some() {} }).await;
+        if joined.is_err() {
+            tracing::warn!(
+                ?limit,
+                "tasks still running after the shutdown grace; abandoning them"
+            );
+            tasks.abort_all();
+        }
+        listener.abort();
+    }
+}
+
+async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: CancellationToken) {
+    let p = &settings.projector;
+    let published =
+        (p.published_retention_ms > 0).then(|| Duration::from_millis(p.published_retention_ms));
+    let events = (p.event_retention_ms > 0).then(|| Duration::from_millis(p.event_retention_ms));
+    if published.is_none() && events.is_none() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(p.retention_interval()) => {}
+        }
+        let pass = outbox::retention_pass(&db, published, events, p.retention_batch, 100);
+        let result = tokio::select! {
+            _ = cancel.cancelled() => return,
+            result = pass => result,
+        };
+        match result {
+            Ok(r) if r.outbox_deleted + r.events_deleted > 0 => tracing::info!(
+                outbox_deleted = r.outbox_deleted,
+                events_deleted = r.events_deleted,
+                "retention"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "retention pass failed; next interval retries"),
+        }
+    }
+}
+
+async fn redis_check_loop(cache: Cache, settings: Arc<Settings>, cancel: CancellationToken) {
+    let p = &settings.projector;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(p.redis_check_interval()) => {}
+        }
+        match redis_guard::inspect(&cache).await {
+            Ok(memory) => {
+                for problem in redis_guard::problems(&memory, p.redis_memory_warn_ratio) {
+                    tracing::warn!(
+                        problem,
+                        "Redis is configured so that the projection can lose data"
+                    );
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "cannot read Redis's memory settings"),
+        }
+    }
+}

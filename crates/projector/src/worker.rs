@@ -1,0 +1,275 @@
+//! One claim loop: claim a batch, apply it to Redis in one pipeline, record the outcome.
+//!
+//! Transactional mode holds the claimed rows' locks in one transaction around the Redis call;
+//! `idle_in_transaction_session_timeout` (set on every session) and the Redis response timeout
+//! bound how long a stalled Redis can keep them. Leased mode writes a lease in a short
+//! transaction, calls Redis with no transaction open, then publishes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{GenericClient, Object};
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::{ClaimMode, Settings};
+use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
+use ledgerboard_core::db::{Database, StoreError};
+use ledgerboard_core::domain::ProjectionEntry;
+use ledgerboard_core::projection::{self, Outage, RowOutcome};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::Stats;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error(transparent)]
+    Outage(#[from] Outage),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the batch took longer than {0:?}; its connection was dropped")]
+    Timeout(Duration),
+}
+
+impl From<tokio_postgres::Error> for BatchError {
+    fn from(err: tokio_postgres::Error) -> Self {
+        BatchError::Store(err.into())
+    }
+}
+
+/// What one batch did, added to the stats once its transaction committed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub claimed: usize,
+    pub applied: u64,
+    pub duplicate: u64,
+    pub stale: u64,
+    pub failed: u64,
+    pub parked: u64,
+}
+
+#[derive(Clone)]
+pub struct Worker {
+    pub db: Database,
+    pub cache: Cache,
+    pub settings: Arc<Settings>,
+    pub stats: Arc<Stats>,
+    /// Leased mode: the name written into `lease_owner`.
+    pub owner: String,
+}
+
+impl Worker {
+    /// Claims until `cancel` fires: at once again after a full batch, else on a notification
+    /// or after the poll interval; after an error, after a capped back-off.
+    pub async fn run(self, cancel: CancellationToken, mut wake: watch::Receiver<u64>) {
+        let p = &self.settings.projector;
+        let first_backoff = Duration::from_millis(100);
+        let mut backoff = first_backoff;
+        let mut failing_since: Option<std::time::Instant> = None;
+        while !cancel.is_cancelled() {
+            // Everything notified up to here is visible to the claim below.
+            wake.borrow_and_update();
+            match self.bounded_batch(&cancel).await {
+                None => break,
+                Some(Ok(tally)) => {
+                    if let Some(since) = failing_since.take() {
+                        tracing::info!(after = ?since.elapsed(), "projection resumed");
+                    }
+                    backoff = first_backoff;
+                    if tally.claimed == p.batch_size {
+                        continue;
+                    }
+                }
+                Some(Err(e)) => {
+                    if matches!(e, BatchError::Outage(_)) {
+                        Stats::add(&self.stats.outages, 1);
+                    }
+                    failing_since.get_or_insert_with(std::time::Instant::now);
+                    tracing::warn!(error = %e, retry_in = ?backoff, "projection batch abandoned; its rows will be delivered again");
+                    tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(p.outage_backoff_max());
+                    continue;
+                }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                changed = wake.changed() => {
+                    if changed.is_err() {
+                        // The listener is gone for good: poll.
+                        tokio::time::sleep(p.poll_interval()).await;
+                    }
+                }
+                _ = tokio::time::sleep(p.poll_interval()) => {}
+            }
+        }
+    }
+
+    /// One batch within its deadline. During shutdown the batch may finish within the grace
+    /// period; past it, it is abandoned (`None`) and its rows are delivered again.
+    async fn bounded_batch(&self, cancel: &CancellationToken) -> Option<Result<Tally, BatchError>> {
+        let mut client = match self.db.client().await {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let deadline = self.settings.projector_batch_deadline();
+        let grace = self.settings.shutdown.grace().min(deadline);
+        let (result, connection_unusable) = {
+            let batch = self.batch(&mut client);
+            tokio::pin!(batch);
+            tokio::select! {
+                r = tokio::time::timeout(deadline, &mut batch) => match r {
+                    Ok(r) => (Some(r), false),
+                    Err(_) => (Some(Err(BatchError::Timeout(deadline))), true),
+                },
+                _ = cancel.cancelled() => match tokio::time::timeout(grace, &mut batch).await {
+                    Ok(r) => (Some(r), false),
+                    Err(_) => (None, true),
+                },
+            }
+        };
+        if connection_unusable {
+            // A round trip is still in flight: the session's state is unknown. Closing it
+            // makes PostgreSQL roll back and release the row locks.
+            drop(Object::take(client));
+        }
+        if let Some(Ok(tally)) = &result {
+            self.count(tally);
+        }
+        result
+    }
+
+    /// One batch, unbounded (the caller bounds it). Public for tests.
+    pub async fn batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
+        match self.settings.projector.mode {
+            ClaimMode::Transactional => self.transactional_batch(client).await,
+            ClaimMode::Leased => self.leased_batch(client).await,
+        }
+    }
+
+    async fn transactional_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
+        let tx = client.transaction().await?;
+        let claimed = outbox::claim(&tx, self.settings.projector.batch_size).await?;
+        if claimed.is_empty() {
+            tx.commit().await?;
+            return Ok(Tally::default());
+        }
+        let (entries, invalid) = split(claimed);
+        let outcomes = match self.apply(&entries).await {
+            Ok(outcomes) => outcomes,
+            Err(outage) => {
+                let _ = tx.rollback().await;
+                return Err(outage.into());
+            }
+        };
+        let tally = self.record(&tx, &entries, outcomes, invalid, None).await?;
+        tx.commit().await?;
+        Ok(tally)
+    }
+
+    async fn leased_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
+        let p = &self.settings.projector;
+        let claimed = outbox::claim_leased(&*client, p.batch_size, &self.owner, p.lease()).await?;
+        if claimed.is_empty() {
+            return Ok(Tally::default());
+        }
+        let ids: Vec<i64> = claimed.iter().map(|c| c.id).collect();
+        let (entries, invalid) = split(claimed);
+        let outcomes = match self.apply(&entries).await {
+            Ok(outcomes) => outcomes,
+            Err(outage) => {
+                // Give the rows back now rather than when the lease runs out.
+                let _ = outbox::release(&*client, &ids, &self.owner).await;
+                return Err(outage.into());
+            }
+        };
+        let tx = client.transaction().await?;
+        let tally = self
+            .record(&tx, &entries, outcomes, invalid, Some(&self.owner))
+            .await?;
+        tx.commit().await?;
+        Ok(tally)
+    }
+
+    async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Vec<RowOutcome>, Outage> {
+        projection::apply_batch(
+            &self.cache,
+            entries,
+            self.settings.projector.event_marker_ttl(),
+        )
+        .await
+    }
+
+    /// Publishes the rows whose projection is done and charges an attempt to the others. In
+    /// leased mode only rows still leased to `owner` are touched: a row whose lease ran out and
+    /// went to another projector is that projector's to record.
+    async fn record(
+        &self,
+        client: &impl GenericClient,
+        entries: &[ProjectionEntry],
+        outcomes: Vec<RowOutcome>,
+        mut failures: Vec<(i64, String)>,
+        owner: Option<&str>,
+    ) -> Result<Tally, BatchError> {
+        let mut tally = Tally {
+            claimed: entries.len() + failures.len(),
+            ..Tally::default()
+        };
+        let mut published = Vec::with_capacity(entries.len());
+        for (entry, outcome) in entries.iter().zip(outcomes) {
+            match outcome {
+                RowOutcome::Applied => tally.applied += 1,
+                RowOutcome::Duplicate => tally.duplicate += 1,
+                RowOutcome::Stale => tally.stale += 1,
+                RowOutcome::Failed(msg) => {
+                    failures.push((entry.outbox_id, msg));
+                    continue;
+                }
+            }
+            published.push(entry.outbox_id);
+        }
+        outbox::publish(client, &published, owner).await?;
+        let p = &self.settings.projector;
+        let policy = RetryPolicy {
+            base_ms: p.retry_base_ms,
+            max_ms: p.retry_max_ms,
+            max_attempts: p.max_attempts,
+        };
+        tally.failed = failures.len() as u64;
+        tally.parked = outbox::fail(client, &failures, policy, owner).await?;
+        if let Some((id, error)) = failures.first() {
+            tracing::warn!(
+                failed = failures.len(),
+                parked = tally.parked,
+                first_id = id,
+                first_error = %error,
+                "rows refused by the projection script; they will be retried"
+            );
+        }
+        Ok(tally)
+    }
+
+    fn count(&self, tally: &Tally) {
+        let s = &self.stats;
+        Stats::add(&s.batches, u64::from(tally.claimed > 0));
+        Stats::add(&s.applied, tally.applied);
+        Stats::add(&s.duplicate, tally.duplicate);
+        Stats::add(&s.stale, tally.stale);
+        Stats::add(&s.failed, tally.failed);
+        Stats::add(&s.parked, tally.parked);
+    }
+}
+
+/// Rows that can be projected, and failures for those whose ids do not validate.
+fn split(claimed: Vec<Claimed>) -> (Vec<ProjectionEntry>, Vec<(i64, String)>) {
+    let mut entries = Vec::with_capacity(claimed.len());
+    let mut invalid = Vec::new();
+    for c in claimed {
+        match c.entry {
+            Ok(entry) => entries.push(entry),
+            Err(msg) => invalid.push((c.id, msg)),
+        }
+    }
+    (entries, invalid)
+}

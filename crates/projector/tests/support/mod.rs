@@ -1,0 +1,131 @@
+//! Shared set-up of the projector tests: a database and Redis namespace of the test's own,
+//! bulk seeding of the outbox, and reading both sides for comparison.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_testkit::{TestDb, TestRedis};
+
+pub struct Env {
+    pub db: TestDb,
+    pub redis: TestRedis,
+    pub settings: Settings,
+}
+
+impl Env {
+    pub async fn new(tweak: impl FnOnce(&mut Settings)) -> Env {
+        Self::with_redis_url(None, tweak).await
+    }
+
+    pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> Env {
+        let db = TestDb::create().await;
+        let redis = TestRedis::new();
+        let mut settings = Settings::default();
+        settings.database.url = db.url.clone();
+        settings.redis.url = url.unwrap_or_else(|| redis.url.clone());
+        settings.redis.namespace = redis.namespace.clone();
+        settings.projector.poll_interval_ms = 50;
+        settings.shutdown.grace_ms = 2_000;
+        tweak(&mut settings);
+        settings.validate().expect("the test's settings are valid");
+        migrate(&settings.database).await.expect("migrate");
+        Env {
+            db,
+            redis,
+            settings,
+        }
+    }
+
+    pub fn database(&self) -> Database {
+        Database::connect(&self.settings.database, "projector-test").expect("pool")
+    }
+
+    pub fn cache(&self) -> Cache {
+        Cache::connect(&self.settings.redis).expect("redis pool")
+    }
+
+    /// See `ledgerboard_testkit::seed_outbox`.
+    pub async fn seed(&self, board: &str, users: i64, rows: i64) {
+        ledgerboard_testkit::seed_outbox(&self.db.client().await, board, users, rows).await;
+    }
+
+    /// user → (score, version) in PostgreSQL.
+    pub async fn source(&self, board: &str) -> BTreeMap<String, (i64, i64)> {
+        let client = self.db.client().await;
+        client
+            .query(
+                "SELECT user_id, score, version FROM user_scores WHERE board_id = $1",
+                &[&board],
+            )
+            .await
+            .expect("source")
+            .iter()
+            .map(|r| (r.get(0), (r.get(1), r.get(2))))
+            .collect()
+    }
+
+    /// user → (score, version) in Redis; a member missing from either key shows as -1.
+    pub async fn projection(&self, board: &str) -> BTreeMap<String, (i64, i64)> {
+        let cache = self.cache();
+        let keys = cache.keys().clone();
+        let board = BoardId::parse(board).expect("board");
+        let mut conn = cache.connection().await.expect("redis");
+        let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(keys.scores(&board))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await
+            .expect("ZRANGE");
+        let versions: BTreeMap<String, i64> = redis::cmd("HGETALL")
+            .arg(keys.versions(&board))
+            .query_async(&mut conn)
+            .await
+            .expect("HGETALL");
+        let mut out: BTreeMap<String, (i64, i64)> = scores
+            .into_iter()
+            .map(|(u, s)| {
+                let v = versions.get(&u).copied().unwrap_or(-1);
+                (u, (s as i64, v))
+            })
+            .collect();
+        for (u, v) in versions {
+            out.entry(u).or_insert((-1, v));
+        }
+        out
+    }
+
+    /// (pending, parked, published) outbox rows.
+    pub async fn outbox_counts(&self) -> (i64, i64, i64) {
+        let client = self.db.client().await;
+        let r = client
+            .query_one(
+                "SELECT count(*) FILTER (WHERE published_at IS NULL AND parked_at IS NULL),
+                        count(*) FILTER (WHERE published_at IS NULL AND parked_at IS NOT NULL),
+                        count(*) FILTER (WHERE published_at IS NOT NULL)
+                 FROM leaderboard_outbox",
+                &[],
+            )
+            .await
+            .expect("outbox counts");
+        (r.get(0), r.get(1), r.get(2))
+    }
+
+    /// Waits until nothing is pending (parked rows aside), for at most `limit`.
+    pub async fn wait_drained(&self, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.outbox_counts().await.0 == 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+}
