@@ -19,7 +19,8 @@ down:
 test:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
-    cargo run -q -p ledgerboard-bench -- --quick --out target/bench-quick > /dev/null
+    cargo build -q -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
+    target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     cargo test --workspace
 
 # Apply the schema migrations to the configured database.
@@ -33,7 +34,8 @@ status:
 # Benchmarks against pgbench and a pipelined Redis client, in one run (`just bench --quick`
 # for a short one); the report goes to target/bench/report.md.
 bench *ARGS:
-    cargo run -q --release -p ledgerboard-bench -- {{ARGS}}
+    cargo build -q --release -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
+    target/release/ledgerboard-bench {{ARGS}}
 
 # Follow the logs of the local stack.
 logs:

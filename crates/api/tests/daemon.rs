@@ -2,20 +2,11 @@
 
 use std::time::Duration;
 
-use ledgerboard_core::config::DatabaseSettings;
-use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, free_port, http_request};
+use ledgerboard_testkit::{
+    Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate,
+};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-api");
-
-async fn migrate(url: String) {
-    let settings = DatabaseSettings {
-        url,
-        ..DatabaseSettings::default()
-    };
-    ledgerboard_core::db::migrate(&settings)
-        .await
-        .expect("migrate");
-}
 
 #[tokio::test]
 async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
@@ -24,7 +15,6 @@ async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
         BINARY,
         "ledgerboard-api",
         &[("LEDGERBOARD__API__LISTEN", &listen)],
-        migrate,
     )
     .await;
 }
@@ -35,7 +25,7 @@ async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
 async fn a_command_posted_twice_applies_once() {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
-    migrate(db.url.clone()).await;
+    migrate(&db.url).await;
     let listen = format!("127.0.0.1:{}", free_port());
     let mut env = daemon_env(&db, &redis);
     env.push(("LEDGERBOARD__API__LISTEN".into(), listen.clone()));

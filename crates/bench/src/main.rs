@@ -3,6 +3,7 @@
 //! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
 
 mod projector;
+mod reconciler;
 mod report;
 
 use std::path::PathBuf;
@@ -41,10 +42,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let machine = report::Machine::read().await?;
     let projector = projector::run(args.quick, &args.out).await?;
+    let reconciler = reconciler::run(args.quick).await?;
     let report = report::Report {
         quick: args.quick,
         machine,
         projector,
+        reconciler,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::projector::ProjectorFigures;
+use crate::reconciler::ReconcilerFigures;
 
 #[derive(Debug, Serialize)]
 pub struct Machine {
@@ -47,6 +48,7 @@ pub struct Report {
     pub quick: bool,
     pub machine: Machine,
     pub projector: ProjectorFigures,
+    pub reconciler: ReconcilerFigures,
 }
 
 impl Report {
@@ -65,6 +67,15 @@ impl Report {
                 d.replicas, d.rows_per_s, p.limit_rows_per_s, d.rows_per_s / p.limit_rows_per_s
             ));
         }
+        let r = &self.reconciler;
+        out.push_str(&format!(
+            "| reconcile pass, {} users | {:.0} rows/s ({:.1} s) | {:.0} rows/s (SELECT + pipelined ZSCORE/HGET) | {:.2} | pass ≤ 10 s at 1M users |\n",
+            r.users, r.pass.rows_per_s, r.pass.seconds, r.limit_rows_per_s, r.pass.rows_per_s / r.limit_rows_per_s
+        ));
+        out.push_str(&format!(
+            "| full rebuild, {} users | {:.0} rows/s ({:.1} s) | {:.0} rows/s | {:.2} | rebuild ≤ 15 s at 1M users |\n",
+            r.users, r.rebuild.rows_per_s, r.rebuild.seconds, r.limit_rows_per_s, r.rebuild.rows_per_s / r.limit_rows_per_s
+        ));
         out.push_str("\n## Details\n\n");
         out.push_str(&format!(
             "Backlog: {} rows, {} users, batch {}.\n\n",
@@ -83,6 +94,10 @@ impl Report {
                 l.clients, l.rows_per_s
             ));
         }
+        out.push_str(&format!(
+            "\nPeak memory (VmHWM) of the reconciler: {:.1} MB for {} users, {:.1} MB for {} users; of `lbctl rebuild`: {:.1} MB for {} users.\n",
+            r.pass.peak_rss_mb, r.users, r.small_board_pass.peak_rss_mb, r.small_board_users, r.rebuild.peak_rss_mb, r.users
+        ));
         let lat = &p.latency;
         out.push_str(&format!(
             "\nCommit-to-visible latency at {} commands/s offered for {} s ({} commands, {} sampled, {} projector replicas): p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms (target p99 < 100 ms).\n",

@@ -4,11 +4,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
+use ledgerboard_core::domain::BoardId;
 
-/// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows.
+/// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows, rebuilds.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
@@ -32,6 +34,17 @@ enum Command {
     Parked {
         #[command(subcommand)]
         command: ParkedCommand,
+    },
+    /// Rebuild one board's Redis projection from PostgreSQL while readers keep reading: build a
+    /// new generation, switch atomically, delete the old one, then catch up on writes made
+    /// meanwhile. Takes the reconciler lock (waits for a running pass).
+    Rebuild {
+        /// The board to rebuild.
+        #[arg(long)]
+        board: String,
+        /// How long to wait for the reconciler lock, in seconds.
+        #[arg(long, default_value_t = 120)]
+        wait_secs: u64,
     },
 }
 
@@ -73,6 +86,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Migrate => migrate(&settings).await,
         Command::Status { json } => status(&settings, json).await,
         Command::Parked { command } => parked(&settings, command).await,
+        Command::Rebuild { board, wait_secs } => rebuild(&settings, &board, wait_secs).await,
     }
 }
 
@@ -120,6 +134,28 @@ async fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         }
     }
     db.close();
+    Ok(())
+}
+
+async fn rebuild(settings: &Settings, board: &str, wait_secs: u64) -> anyhow::Result<()> {
+    let board = BoardId::parse(board).context("--board")?;
+    let db = Database::connect(&settings.database, "lbctl")?;
+    db::check_schema(&db).await?.ensure_compatible()?;
+    let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let report = ledgerboard_reconciler::rebuild::rebuild(
+        &db,
+        &cache,
+        settings,
+        &board,
+        std::time::Duration::from_secs(wait_secs),
+    )
+    .await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    db.close();
+    anyhow::ensure!(
+        report.catch_up.completed,
+        "the rebuild switched, but its catch-up pass did not complete: run the reconciler"
+    );
     Ok(())
 }
 

@@ -142,3 +142,36 @@ async fn parked_rows_are_listed_and_requeued() {
         .get(0);
     assert_eq!(attempts, 0, "requeued rows start over");
 }
+
+#[tokio::test]
+async fn rebuild_builds_a_board_from_the_source() {
+    let env = ledgerboard_testkit::TestEnv::new(|_| {}).await;
+    env.seed("weekly", 300, 900).await;
+    let output = std::process::Command::new(LBCTL)
+        .args(["rebuild", "--board", "weekly"])
+        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
+        .env("LEDGERBOARD__REDIS__URL", &env.settings.redis.url)
+        .env(
+            "LEDGERBOARD__REDIS__NAMESPACE",
+            &env.settings.redis.namespace,
+        )
+        .output()
+        .expect("run lbctl rebuild");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON report");
+    assert_eq!(report["rows"], 300);
+    assert_eq!(report["catch_up"]["totals"]["current"], 300);
+    assert_eq!(env.projection("weekly").await, env.source("weekly").await);
+
+    let bad = std::process::Command::new(LBCTL)
+        .args(["rebuild", "--board", "no{braces}"])
+        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
+        .output()
+        .expect("run lbctl rebuild");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--board"));
+}

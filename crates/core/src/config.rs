@@ -39,6 +39,7 @@ pub struct Settings {
     pub redis: RedisSettings,
     pub api: ApiSettings,
     pub projector: ProjectorSettings,
+    pub reconciler: ReconcilerSettings,
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
 }
@@ -214,6 +215,49 @@ impl ProjectorSettings {
     }
     pub fn redis_check_interval(&self) -> Duration {
         Duration::from_millis(self.redis_check_interval_ms)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReconcilerSettings {
+    /// Pause between the end of one pass (or standby attempt) and the next attempt.
+    pub interval_ms: u64,
+    /// Source rows read (and Redis members checked in one pipeline) per chunk.
+    pub chunk_size: usize,
+    /// Lifetime of the single-reconciler lock in Redis; renewed while a pass runs.
+    pub lock_ttl_ms: u64,
+    /// How often the lock is renewed; at most half the TTL, so one missed renewal is survived.
+    pub lock_renew_ms: u64,
+    /// Repair rows whose projection is ahead of the source (a newer version in Redis). Off by
+    /// default: it may mean a wrong database or a restored backup, which a person should see.
+    pub repair_ahead: bool,
+    /// Remove members that have no source row.
+    pub remove_orphans: bool,
+}
+
+impl Default for ReconcilerSettings {
+    fn default() -> Self {
+        Self {
+            interval_ms: 300_000,
+            chunk_size: 1_000,
+            lock_ttl_ms: 30_000,
+            lock_renew_ms: 10_000,
+            repair_ahead: false,
+            remove_orphans: true,
+        }
+    }
+}
+
+impl ReconcilerSettings {
+    pub fn interval(&self) -> Duration {
+        Duration::from_millis(self.interval_ms)
+    }
+    pub fn lock_ttl(&self) -> Duration {
+        Duration::from_millis(self.lock_ttl_ms)
+    }
+    pub fn lock_renew(&self) -> Duration {
+        Duration::from_millis(self.lock_renew_ms)
     }
 }
 
@@ -398,6 +442,17 @@ impl Settings {
         )?;
         in_range("shutdown.grace_ms", self.shutdown.grace_ms, 0, 3_600_000)?;
         self.validate_projector()?;
+        let r = &self.reconciler;
+        in_range("reconciler.interval_ms", r.interval_ms, 100, 7 * 86_400_000)?;
+        in_range("reconciler.chunk_size", r.chunk_size as u64, 1, 100_000)?;
+        in_range("reconciler.lock_ttl_ms", r.lock_ttl_ms, 100, 3_600_000)?;
+        // The renewal margin: a renewal may fail once (a slow Redis) and the lock still holds.
+        in_range(
+            "reconciler.lock_renew_ms",
+            r.lock_renew_ms,
+            10,
+            r.lock_ttl_ms / 2,
+        )?;
         tracing_subscriber::EnvFilter::try_new(&self.log.filter)
             .map_err(|e| invalid("log.filter", e))?;
         Ok(())

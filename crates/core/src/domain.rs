@@ -214,13 +214,13 @@ pub struct ProjectionEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Classification {
-    /// In PostgreSQL, absent from Redis.
+    /// In PostgreSQL; absent from Redis (its score, its version, or both).
     Missing,
     /// Redis holds an older version than PostgreSQL.
     Stale,
     /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
     Ahead,
-    /// Same version, different score.
+    /// Same version, different score; or a stored version that is not a number.
     Corrupt,
     Current,
     /// In Redis with no source row.

@@ -4,6 +4,11 @@
 //! <namespace>:lb:{<board>}:z          sorted set   member user_id → score
 //! <namespace>:lb:{<board>}:v          hash         user_id → version of the score in :z
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
+//! <namespace>:lb:{<board>}:z:rebuild  sorted set   a rebuild's new generation, until it goes live
+//! <namespace>:lb:{<board>}:v:rebuild  hash         (same)
+//! <namespace>:lb:{<board>}:z:retired  sorted set   the generation a rebuild replaced, until deleted
+//! <namespace>:lb:{<board>}:v:retired  hash         (same)
+//! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
 //! ```
 //!
 //! Every key of one board carries the board id as its hash tag (`{<board>}`), so a script call
@@ -47,6 +52,26 @@ impl KeyLayout {
     /// The marker of an event already applied to the board.
     pub fn event_marker(&self, board: &BoardId, event: &EventId) -> String {
         format!("{}:e:{}", self.board_prefix(board), event)
+    }
+
+    /// A rebuild's new generation of [`Self::scores`] and [`Self::versions`].
+    pub fn rebuild_scores(&self, board: &BoardId) -> String {
+        format!("{}:z:rebuild", self.board_prefix(board))
+    }
+    pub fn rebuild_versions(&self, board: &BoardId) -> String {
+        format!("{}:v:rebuild", self.board_prefix(board))
+    }
+    /// The generation a rebuild replaced, until it is deleted.
+    pub fn retired_scores(&self, board: &BoardId) -> String {
+        format!("{}:z:retired", self.board_prefix(board))
+    }
+    pub fn retired_versions(&self, board: &BoardId) -> String {
+        format!("{}:v:retired", self.board_prefix(board))
+    }
+
+    /// The lock that lets one reconciler (or rebuild) work at a time.
+    pub fn reconciler_lock(&self) -> String {
+        format!("{}:reconciler:lock", self.namespace)
     }
 
     /// A pattern matching every key of this namespace (for tests and operators' tools).
@@ -117,5 +142,7 @@ mod tests {
         assert_eq!(slot, cluster_slot("weekly"));
         assert_eq!(slot, cluster_slot(&keys.versions(&board)));
         assert_eq!(slot, cluster_slot(&keys.event_marker(&board, &event)));
+        assert_eq!(slot, cluster_slot(&keys.rebuild_scores(&board)));
+        assert_eq!(slot, cluster_slot(&keys.retired_versions(&board)));
     }
 }

@@ -13,7 +13,7 @@ use redis::{ErrorKind, RedisError, RedisResult};
 
 use crate::cache::{Cache, CacheError};
 use crate::domain::ProjectionEntry;
-use crate::scripts::PROJECT;
+use crate::scripts::{PROJECT, evalsha, send_pipeline};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowOutcome {
@@ -39,9 +39,8 @@ impl From<CacheError> for Outage {
 
 /// Applies `entries` in one pipeline and returns one outcome per entry, in order.
 ///
-/// The script is called by EVALSHA. After a Redis restart or failover the script cache is
-/// empty (NOSCRIPT): the script is loaded again and the whole batch sent once more, which is
-/// harmless because every call is idempotent.
+/// The script is called by EVALSHA; after NOSCRIPT it is loaded and the batch sent once more
+/// (see [`send_pipeline`]), harmless because every call is idempotent.
 pub async fn apply_batch(
     cache: &Cache,
     entries: &[ProjectionEntry],
@@ -56,41 +55,22 @@ pub async fn apply_batch(
     pipe.ignore_errors();
     let keys = cache.keys();
     for e in entries {
-        pipe.cmd("EVALSHA")
-            .arg(PROJECT.get_hash())
-            .arg(3)
-            .arg(keys.event_marker(&e.board, &e.event_id))
-            .arg(keys.scores(&e.board))
-            .arg(keys.versions(&e.board))
+        let (marker, scores, versions) = (
+            keys.event_marker(&e.board, &e.event_id),
+            keys.scores(&e.board),
+            keys.versions(&e.board),
+        );
+        evalsha(&mut pipe, &PROJECT, &[&marker, &scores, &versions])
             .arg(e.user_id.as_str())
             .arg(e.score)
             .arg(e.version)
             .arg(&ttl_ms);
     }
-    let mut replies = send(&pipe, &mut conn).await?;
-    if replies
-        .iter()
-        .any(|r| matches!(r, Err(e) if e.code() == Some("NOSCRIPT")))
-    {
-        tracing::info!("projection script missing from Redis (restart or failover?): loading it");
-        PROJECT
-            .prepare_invoke()
-            .load_async(&mut conn)
-            .await
-            .map_err(|e| Outage(format!("loading the projection script: {e}")))?;
-        // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
-        replies = send(&pipe, &mut conn).await?;
-    }
-    replies.into_iter().map(outcome).collect()
-}
-
-async fn send(
-    pipe: &redis::Pipeline,
-    conn: &mut deadpool_redis::Connection,
-) -> Result<Vec<RedisResult<String>>, Outage> {
-    pipe.query_async(conn)
+    // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
+    let replies = send_pipeline(&mut conn, &PROJECT, &pipe)
         .await
-        .map_err(|e| Outage(e.to_string()))
+        .map_err(|e| Outage(e.to_string()))?;
+    replies.into_iter().map(outcome).collect()
 }
 
 fn outcome(reply: RedisResult<String>) -> Result<RowOutcome, Outage> {

@@ -1,20 +1,9 @@
-use ledgerboard_core::config::DatabaseSettings;
-
 #[tokio::test]
 async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
     ledgerboard_testkit::check_daemon_lifecycle(
         env!("CARGO_BIN_EXE_ledgerboard-projector"),
         "ledgerboard-projector",
         &[],
-        async |url| {
-            let settings = DatabaseSettings {
-                url,
-                ..DatabaseSettings::default()
-            };
-            ledgerboard_core::db::migrate(&settings)
-                .await
-                .expect("migrate");
-        },
     )
     .await;
 }

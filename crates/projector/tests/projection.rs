@@ -1,7 +1,5 @@
 //! The projector against the real PostgreSQL and Redis.
 
-mod support;
-
 use std::time::Duration;
 
 use ledgerboard_core::config::ClaimMode;
@@ -9,8 +7,7 @@ use ledgerboard_core::db::outbox;
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::RedisServer;
-use support::Env;
+use ledgerboard_testkit::{RedisServer, TestEnv as Env};
 use tokio_util::sync::CancellationToken;
 
 const TTL: Duration = Duration::from_secs(60);

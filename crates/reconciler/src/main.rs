@@ -1,23 +1,38 @@
-//! `ledgerboard-reconciler`: finds and repairs drift between PostgreSQL and the Redis leaderboards.
-//!
-//! So far it starts (settings, PostgreSQL with the right schema, Redis), waits for SIGTERM and
-//! stops cleanly; its work arrives with its own issue.
+//! `ledgerboard-reconciler`: parse flags, load settings, wait for PostgreSQL, then either run
+//! passes on a schedule until SIGTERM or (`--once`) run one pass and print its report.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::{daemon, shutdown};
+use ledgerboard_reconciler::Reconciler;
+use ledgerboard_reconciler::pass::PassOptions;
 
 const NAME: &str = "ledgerboard-reconciler";
 
-/// ledgerboard's reconciler: finds and repairs drift between PostgreSQL and the Redis leaderboards.
+/// ledgerboard's reconciler: finds drift between PostgreSQL and the Redis leaderboards
+/// (missing, stale, ahead, corrupt, orphan) and repairs it. One replica works at a time.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
     #[command(flatten)]
     daemon: daemon::DaemonArgs,
+    /// Run one pass, print its report as JSON on stdout, and exit (0 when the pass completed,
+    /// whatever it found).
+    #[arg(long)]
+    once: bool,
+    /// With --once: classify and report, repair nothing.
+    #[arg(long, requires = "once")]
+    dry_run: bool,
+    /// With --once: only this board.
+    #[arg(long, requires = "once")]
+    board: Option<String>,
+    /// With --once: also repair rows whose projection is ahead of the source.
+    #[arg(long, requires = "once")]
+    repair_ahead: bool,
 }
 
 #[tokio::main]
@@ -28,17 +43,39 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let settings = daemon::load_settings(args.daemon.config.as_deref())?;
+    let board = args
+        .board
+        .as_deref()
+        .map(BoardId::parse)
+        .transpose()
+        .context("--board")?;
     let cancel = shutdown::on_signal();
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
+        anyhow::ensure!(!args.once, "interrupted before the pass started");
         return Ok(());
     };
     let cache = Cache::connect(&settings.redis).context("redis.url")?;
-    if let Err(e) = cache.ping().await {
-        // Redis may come up after us; the work loop retries, so this is not fatal.
-        tracing::warn!(url = cache.url_for_logs(), error = %e, "Redis does not answer yet");
+    let mut options = PassOptions::from_settings(&settings.reconciler);
+    options.dry_run = args.dry_run;
+    options.board = board;
+    options.repair_ahead |= args.repair_ahead;
+    let interval = settings.reconciler.interval();
+    let reconciler = Reconciler::new(settings, db.clone(), cache);
+    if args.once {
+        let report = tokio::select! {
+            report = reconciler.run_once(&options) => report?,
+            _ = cancel.cancelled() => anyhow::bail!("interrupted before the pass completed"),
+        };
+        report.log();
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        db.close();
+        return match report.aborted {
+            None => Ok(()),
+            Some(reason) => Err(anyhow::anyhow!("the pass did not complete: {reason}")),
+        };
     }
-    tracing::info!("{NAME} started");
-    cancel.cancelled().await;
+    tracing::info!(?interval, "{NAME} started");
+    reconciler.run(cancel).await;
     db.close();
     tracing::info!("{NAME} stopped");
     Ok(())

@@ -7,6 +7,10 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`) and `LEDGERBOARD_TEST_REDIS_URL` (default
 //! `redis://127.0.0.1:6379`).
 
+mod env;
+
+pub use env::TestEnv;
+
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
@@ -297,6 +301,17 @@ pub fn free_port() -> u16 {
     closed_port()
 }
 
+/// Applies the schema to the database at `url`.
+pub async fn migrate(url: &str) {
+    let settings = ledgerboard_core::config::DatabaseSettings {
+        url: url.to_owned(),
+        ..Default::default()
+    };
+    ledgerboard_core::db::migrate(&settings)
+        .await
+        .expect("migrate the test database");
+}
+
 /// The environment that points a daemon at a test's database and Redis namespace.
 pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
     vec![
@@ -316,13 +331,8 @@ pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
 
 /// Checks the start-up contract every daemon keeps: against an unmigrated database it refuses
 /// to start and says to run `lbctl migrate`; against a migrated one it logs `<binary> started`
-/// and exits 0 soon after SIGTERM. `migrate` is called between the two.
-pub async fn check_daemon_lifecycle<F: std::future::Future<Output = ()>>(
-    binary: &str,
-    name: &str,
-    extra_env: &[(&str, &str)],
-    migrate: impl FnOnce(String) -> F,
-) {
+/// and exits 0 soon after SIGTERM.
+pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str, &str)]) {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     let mut env = daemon_env(&db, &redis);
@@ -347,7 +357,7 @@ pub async fn check_daemon_lifecycle<F: std::future::Future<Output = ()>>(
         refused.stderr()
     );
 
-    migrate(db.url.clone()).await;
+    migrate(&db.url).await;
     let mut daemon = Process::start(binary, &[], &env_refs);
     assert!(
         daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),

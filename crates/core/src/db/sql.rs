@@ -16,3 +16,6 @@ pub const PARKED_LIST: &str = include_str!("sql/parked_list.sql");
 pub const PARKED_REQUEUE: &str = include_str!("sql/parked_requeue.sql");
 /// The channel the command statement notifies and the projectors listen on.
 pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";
+pub const RECONCILE_BOARDS: &str = include_str!("sql/reconcile_boards.sql");
+pub const RECONCILE_CHUNK: &str = include_str!("sql/reconcile_chunk.sql");
+pub const RECONCILE_EXISTING: &str = include_str!("sql/reconcile_existing.sql");

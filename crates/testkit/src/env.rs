@@ -1,28 +1,28 @@
-//! Shared set-up of the projector tests: a database and Redis namespace of the test's own,
-//! bulk seeding of the outbox, and reading both sides for comparison.
-#![allow(dead_code)]
+//! A whole test environment: a database (migrated) and a Redis namespace of the test's own,
+//! settings pointing at both, bulk seeding of the outbox, and both sides of the projection
+//! read back for comparison.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::{TestDb, TestRedis};
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_testkit::{TestDb, TestRedis};
 
-pub struct Env {
+pub struct TestEnv {
     pub db: TestDb,
     pub redis: TestRedis,
     pub settings: Settings,
 }
 
-impl Env {
-    pub async fn new(tweak: impl FnOnce(&mut Settings)) -> Env {
+impl TestEnv {
+    pub async fn new(tweak: impl FnOnce(&mut Settings)) -> TestEnv {
         Self::with_redis_url(None, tweak).await
     }
 
-    pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> Env {
+    pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
         let db = TestDb::create().await;
         let redis = TestRedis::new();
         let mut settings = Settings::default();
@@ -34,7 +34,7 @@ impl Env {
         tweak(&mut settings);
         settings.validate().expect("the test's settings are valid");
         migrate(&settings.database).await.expect("migrate");
-        Env {
+        TestEnv {
             db,
             redis,
             settings,
@@ -49,9 +49,9 @@ impl Env {
         Cache::connect(&self.settings.redis).expect("redis pool")
     }
 
-    /// See `ledgerboard_testkit::seed_outbox`.
+    /// See [`crate::seed_outbox`].
     pub async fn seed(&self, board: &str, users: i64, rows: i64) {
-        ledgerboard_testkit::seed_outbox(&self.db.client().await, board, users, rows).await;
+        crate::seed_outbox(&self.db.client().await, board, users, rows).await;
     }
 
     /// user → (score, version) in PostgreSQL.

@@ -1,0 +1,207 @@
+//! Reconciliation and rebuild of a large board, run as the real binaries
+//! (`ledgerboard-reconciler --once`, `lbctl rebuild`) so their peak memory can be read, against
+//! a plain SELECT of the same rows plus a pipelined ZSCORE/HGET of them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::migrate;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_testkit::{TestDb, TestRedis};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct Run {
+    pub seconds: f64,
+    pub rows_per_s: f64,
+    pub peak_rss_mb: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReconcilerFigures {
+    pub users: i64,
+    pub rebuild: Run,
+    pub pass: Run,
+    /// The same pass over a board a tenth the size: memory should not follow size.
+    pub small_board_users: i64,
+    pub small_board_pass: Run,
+    /// SELECT of the rows plus pipelined ZSCORE/HGET of them, one after the other.
+    pub limit_seconds: f64,
+    pub limit_rows_per_s: f64,
+}
+
+pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
+    let users: i64 = if quick { 20_000 } else { 1_000_000 };
+    let small = users / 10;
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    let mut settings = Settings::default();
+    settings.database.url = db.url.clone();
+    settings.redis.namespace = redis.namespace.clone();
+    migrate(&settings.database).await?;
+    let client = db.client().await;
+    for (board, n) in [("big", users), ("small", small)] {
+        client
+            .execute(
+                "INSERT INTO user_scores (board_id, user_id, score, version)
+                 SELECT $1, 'player-' || lpad(g::text, 8, '0'), (g * 7919) % 1000003, 1 + g % 5
+                 FROM generate_series(1::bigint, $2::bigint) AS g",
+                &[&board, &n],
+            )
+            .await?;
+    }
+    client.batch_execute("VACUUM ANALYZE user_scores").await?;
+    let env = [
+        ("LEDGERBOARD__DATABASE__URL", db.url.clone()),
+        ("LEDGERBOARD__REDIS__URL", redis.url.clone()),
+        ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
+        ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
+    ];
+
+    eprintln!("rebuild of a {users}-user board");
+    let (rebuild, _) = measure(
+        &binary("lbctl")?,
+        &["rebuild", "--board", "big"],
+        &env,
+        users,
+    )?;
+    measure(
+        &binary("lbctl")?,
+        &["rebuild", "--board", "small"],
+        &env,
+        small,
+    )?;
+    eprintln!("reconciliation pass over it");
+    let (pass, report) = measure(
+        &binary("ledgerboard-reconciler")?,
+        &["--once", "--board", "big"],
+        &env,
+        users,
+    )?;
+    anyhow::ensure!(
+        report["totals"]["current"].as_i64() == Some(users),
+        "the rebuilt board is not all current: {}",
+        report["totals"]
+    );
+    let (small_board_pass, _) = measure(
+        &binary("ledgerboard-reconciler")?,
+        &["--once", "--board", "small"],
+        &env,
+        small,
+    )?;
+
+    eprintln!("limit: SELECT plus pipelined ZSCORE/HGET");
+    let limit_seconds = limit(&client, &settings, users).await?;
+    Ok(ReconcilerFigures {
+        users,
+        rebuild,
+        pass,
+        small_board_users: small,
+        small_board_pass,
+        limit_seconds,
+        limit_rows_per_s: users as f64 / limit_seconds,
+    })
+}
+
+/// A binary of this workspace, built beside this one.
+fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::current_exe()?
+        .parent()
+        .map(Path::to_path_buf)
+        .context("no directory for the bench binary")?;
+    let path = dir.join(name);
+    anyhow::ensure!(
+        path.exists(),
+        "{} not built (cargo build --bins)",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// Runs a binary to its end, sampling its peak resident memory (VmHWM) while it runs, and
+/// returns its figures and the JSON it printed.
+fn measure(
+    binary: &Path,
+    args: &[&str],
+    env: &[(&str, String)],
+    rows: i64,
+) -> anyhow::Result<(Run, serde_json::Value)> {
+    let started = Instant::now();
+    let mut child = std::process::Command::new(binary)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0_u64;
+    loop {
+        if let Some(kb) = std::fs::read_to_string(&status_file).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        }) {
+            peak_kb = peak_kb.max(kb);
+        }
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let output = child.wait_with_output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{} {args:?} failed: {}",
+        binary.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    Ok((
+        Run {
+            seconds,
+            rows_per_s: rows as f64 / seconds,
+            peak_rss_mb: peak_kb as f64 / 1024.0,
+        },
+        json,
+    ))
+}
+
+/// The work a pass cannot avoid: read every source row, and read every member's score and
+/// version from Redis in pipelines of 1,000.
+async fn limit(
+    client: &tokio_postgres::Client,
+    settings: &Settings,
+    users: i64,
+) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let rows = client
+        .query(
+            "SELECT user_id, score, version FROM user_scores WHERE board_id = 'big'",
+            &[],
+        )
+        .await?;
+    anyhow::ensure!(rows.len() as i64 == users);
+    let cache = Cache::connect(&settings.redis)?;
+    let board = BoardId::parse("big")?;
+    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
+    let mut conn = cache.connection().await?;
+    for chunk in rows.chunks(1_000) {
+        let mut pipe = redis::pipe();
+        for row in chunk {
+            let user: &str = row.get(0);
+            pipe.cmd("ZSCORE")
+                .arg(&z)
+                .arg(user)
+                .cmd("HGET")
+                .arg(&v)
+                .arg(user);
+        }
+        let _: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}

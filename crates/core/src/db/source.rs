@@ -1,0 +1,83 @@
+//! The source side as the reconciler and the rebuild read it: boards, keyset-paginated
+//! chunks of a board's scores, and which members exist.
+
+use std::collections::HashSet;
+
+use super::errors::StoreError;
+use super::{Database, sql};
+use crate::domain::BoardId;
+
+/// One row of `user_scores`: the intent the projection must show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRow {
+    pub user_id: String,
+    pub score: i64,
+    pub version: i64,
+}
+
+/// Every board that has source rows, in byte order. A stored board id that does not validate
+/// is skipped with a warning (it could not be a Redis key).
+pub async fn boards(db: &Database) -> Result<Vec<BoardId>, StoreError> {
+    let client = db.client().await?;
+    let (_, rows) = db
+        .bounded(client, async |c| c.query(sql::RECONCILE_BOARDS, &[]).await)
+        .await?;
+    let mut boards = Vec::with_capacity(rows.len());
+    for row in rows {
+        let raw: String = row.try_get(0)?;
+        match BoardId::parse(&raw) {
+            Ok(board) => boards.push(board),
+            Err(e) => {
+                tracing::warn!(board = raw, error = %e, "skipping a board id that cannot be a Redis key")
+            }
+        }
+    }
+    Ok(boards)
+}
+
+/// Up to `limit` source rows of `board` after `cursor` ("" to start), in byte order.
+pub async fn chunk(
+    db: &Database,
+    board: &BoardId,
+    cursor: &str,
+    limit: usize,
+) -> Result<Vec<SourceRow>, StoreError> {
+    let client = db.client().await?;
+    let (_, rows) = db
+        .bounded(client, async |c| {
+            c.query(
+                sql::RECONCILE_CHUNK,
+                &[&board.as_str(), &cursor, &(limit as i64)],
+            )
+            .await
+        })
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(SourceRow {
+                user_id: r.try_get(0)?,
+                score: r.try_get(1)?,
+                version: r.try_get(2)?,
+            })
+        })
+        .collect()
+}
+
+/// The members of `users` that have a source row on `board`.
+pub async fn existing(
+    db: &Database,
+    board: &BoardId,
+    users: &[String],
+) -> Result<HashSet<String>, StoreError> {
+    if users.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let client = db.client().await?;
+    let (_, rows) = db
+        .bounded(client, async |c| {
+            c.query(sql::RECONCILE_EXISTING, &[&board.as_str(), &users])
+                .await
+        })
+        .await?;
+    rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+}

@@ -1,0 +1,66 @@
+//! Intent (PostgreSQL) against observed (Redis), for one member.
+
+use ledgerboard_core::domain::Classification;
+
+/// What Redis holds for a member: its score in the sorted set and its entry in the version
+/// hash (as stored: it may not be a number), each possibly absent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub score: Option<f64>,
+    pub version: Option<String>,
+}
+
+/// Missing: either half of the member is absent. Stale / ahead: the versions differ. Corrupt:
+/// same version, another score, or a version that is not a number. Current: all equal.
+pub fn classify(source_score: i64, source_version: i64, observed: &Observed) -> Classification {
+    let version = observed.version.as_deref().map(str::parse::<i64>);
+    match (observed.score, version) {
+        (None, _) | (_, None) => Classification::Missing,
+        (_, Some(Err(_))) => Classification::Corrupt,
+        (Some(score), Some(Ok(version))) => {
+            if version < source_version {
+                Classification::Stale
+            } else if version > source_version {
+                Classification::Ahead
+            } else if score != source_score as f64 {
+                Classification::Corrupt
+            } else {
+                Classification::Current
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(score: Option<f64>, version: Option<Result<i64, ()>>) -> Observed {
+        Observed {
+            score,
+            version: version.map(|v| v.map_or_else(|()| "x".to_owned(), |v| v.to_string())),
+        }
+    }
+
+    #[test]
+    fn every_class() {
+        use Classification::*;
+        assert_eq!(classify(10, 2, &seen(None, None)), Missing);
+        assert_eq!(classify(10, 2, &seen(Some(10.0), None)), Missing);
+        assert_eq!(classify(10, 2, &seen(None, Some(Ok(2)))), Missing);
+        assert_eq!(classify(10, 2, &seen(Some(7.0), Some(Ok(1)))), Stale);
+        assert_eq!(classify(10, 2, &seen(Some(10.0), Some(Ok(3)))), Ahead);
+        assert_eq!(classify(10, 2, &seen(Some(999.0), Some(Ok(2)))), Corrupt);
+        assert_eq!(classify(10, 2, &seen(Some(10.0), Some(Err(())))), Corrupt);
+        assert_eq!(classify(10, 2, &seen(Some(10.0), Some(Ok(2)))), Current);
+        let max = (1_i64 << 53) - 1;
+        assert_eq!(
+            classify(max, 1, &seen(Some(max as f64), Some(Ok(1)))),
+            Current
+        );
+        assert_eq!(
+            classify(max - 1, 1, &seen(Some(max as f64), Some(Ok(1)))),
+            Corrupt
+        );
+    }
+}

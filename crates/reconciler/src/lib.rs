@@ -1,0 +1,82 @@
+//! `ledgerboard-reconciler`: compares the Redis projection (observed) with PostgreSQL
+//! (intent), classifies every member as missing, stale, ahead, corrupt, current or orphan,
+//! and repairs the drift, with one replica at work at a time (a Redis lock).
+
+pub mod classify;
+pub mod lock;
+pub mod pass;
+pub mod rebuild;
+pub mod report;
+
+use std::sync::Arc;
+
+use ledgerboard_core::cache::{Cache, CacheError};
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::Database;
+use tokio_util::sync::CancellationToken;
+
+use crate::pass::{PassOptions, run_pass};
+use crate::report::PassReport;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcilerError {
+    #[error("another reconciler holds the lock; try again when its pass is done")]
+    Busy,
+    #[error(transparent)]
+    Redis(#[from] CacheError),
+}
+
+pub struct Reconciler {
+    settings: Arc<Settings>,
+    db: Database,
+    cache: Cache,
+}
+
+impl Reconciler {
+    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            db,
+            cache,
+        }
+    }
+
+    /// One pass under the lock; `Busy` when another replica holds it.
+    pub async fn run_once(&self, options: &PassOptions) -> Result<PassReport, ReconcilerError> {
+        let r = &self.settings.reconciler;
+        let held = lock::try_acquire(&self.cache, r.lock_ttl(), r.lock_renew())
+            .await?
+            .ok_or(ReconcilerError::Busy)?;
+        let report = run_pass(&self.db, &self.cache, Some(&held), options).await;
+        held.release().await;
+        Ok(report)
+    }
+
+    /// A pass every `reconciler.interval_ms` while this replica can take the lock; a standby
+    /// otherwise. On shutdown a running pass gets the grace period, then is dropped (its lock
+    /// expires by itself).
+    pub async fn run(self, cancel: CancellationToken) {
+        let options = PassOptions::from_settings(&self.settings.reconciler);
+        let grace = self.settings.shutdown.grace();
+        loop {
+            let pass = self.run_once(&options);
+            tokio::pin!(pass);
+            let result = tokio::select! {
+                r = &mut pass => Some(r),
+                _ = cancel.cancelled() => tokio::time::timeout(grace, &mut pass).await.ok(),
+            };
+            match result {
+                Some(Ok(report)) => report.log(),
+                Some(Err(ReconcilerError::Busy)) => {
+                    tracing::debug!("another reconciler holds the lock; standing by");
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "reconciliation pass could not start"),
+                None => tracing::warn!("reconciliation pass abandoned at shutdown"),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(self.settings.reconciler.interval()) => {}
+            }
+        }
+    }
+}

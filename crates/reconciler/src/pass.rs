@@ -1,0 +1,380 @@
+//! One reconciliation pass: walk every source row of every board (or one board) in
+//! keyset-paginated chunks, read the projection of each chunk in one pipelined round trip,
+//! classify, repair; then walk the projection for members with no source row. Memory stays
+//! bounded by the chunk size whatever a board's size.
+
+use std::time::Instant;
+
+use ledgerboard_core::cache::{Cache, CacheError};
+use ledgerboard_core::config::ReconcilerSettings;
+use ledgerboard_core::db::source::{self, SourceRow};
+use ledgerboard_core::db::{Database, StoreError};
+use ledgerboard_core::domain::{BoardId, Classification};
+use ledgerboard_core::scripts::{REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
+
+use crate::classify::{Observed, classify};
+use crate::lock::HeldLock;
+use crate::report::{BoardReport, Counts, PassReport};
+
+#[derive(Debug, Clone)]
+pub struct PassOptions {
+    pub dry_run: bool,
+    /// Only this board; all boards with source rows when None.
+    pub board: Option<BoardId>,
+    pub repair_ahead: bool,
+    pub remove_orphans: bool,
+    pub chunk_size: usize,
+}
+
+impl PassOptions {
+    pub fn from_settings(settings: &ReconcilerSettings) -> Self {
+        Self {
+            dry_run: false,
+            board: None,
+            repair_ahead: settings.repair_ahead,
+            remove_orphans: settings.remove_orphans,
+            chunk_size: settings.chunk_size,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("the reconciler lock was lost; the pass stopped before any further repair")]
+    LockLost,
+    /// One of this board's keys has the wrong type: the board is reported and skipped, the
+    /// pass goes on with the next board.
+    #[error("a key of this board has the wrong type: {0}")]
+    WrongType(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Redis(#[from] CacheError),
+}
+
+impl From<redis::RedisError> for PassError {
+    fn from(err: redis::RedisError) -> Self {
+        if err.code() == Some("WRONGTYPE") {
+            PassError::WrongType(err.to_string())
+        } else {
+            PassError::Redis(err.into())
+        }
+    }
+}
+
+/// Runs one pass under `lock` (None only for the rebuild's catch-up, which holds it itself).
+pub async fn run_pass(
+    db: &Database,
+    cache: &Cache,
+    lock: Option<&HeldLock>,
+    options: &PassOptions,
+) -> PassReport {
+    let started = Instant::now();
+    let mut report = PassReport::new(options.dry_run);
+    let boards = match &options.board {
+        Some(board) => Ok(vec![board.clone()]),
+        None => source::boards(db).await,
+    };
+    let aborted = match boards {
+        Err(e) => Some(e.to_string()),
+        Ok(boards) => {
+            let mut aborted = None;
+            for board in boards {
+                let mut counts = Counts::default();
+                let ctx = Ctx {
+                    db,
+                    cache,
+                    lock,
+                    options,
+                };
+                let result = check_board(ctx, &board, &mut counts).await;
+                let error = match result {
+                    Ok(()) => None,
+                    Err(PassError::WrongType(e)) => {
+                        tracing::warn!(board = %board, error = %e, "board skipped: a key has the wrong type");
+                        Some(e)
+                    }
+                    Err(e) => {
+                        aborted = Some(e.to_string());
+                        None
+                    }
+                };
+                report.add_board(BoardReport {
+                    board: board.to_string(),
+                    counts,
+                    error,
+                });
+                if aborted.is_some() {
+                    break;
+                }
+            }
+            aborted
+        }
+    };
+    report.finish(started.elapsed(), aborted);
+    report
+}
+
+/// One repair to make: set `row` (normal), or overwrite an ahead member whose stored version
+/// is still `expected` (force).
+struct Repair<'a> {
+    row: &'a SourceRow,
+    force_over: Option<String>,
+}
+
+/// What every step of a pass works with.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    db: &'a Database,
+    cache: &'a Cache,
+    lock: Option<&'a HeldLock>,
+    options: &'a PassOptions,
+}
+
+async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Result<(), PassError> {
+    let Ctx {
+        db,
+        cache,
+        lock,
+        options,
+    } = ctx;
+    let keys = cache.keys();
+    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
+    let mut cursor = String::new();
+    // Source members seen in the sorted set and in the version hash: if the keys hold exactly
+    // that many entries, neither holds an orphan and the scans for them can be skipped.
+    let (mut in_scores, mut in_versions) = (0_u64, 0_u64);
+    loop {
+        let rows = source::chunk(db, board, &cursor, options.chunk_size).await?;
+        let Some(last) = rows.last() else { break };
+        cursor = last.user_id.clone();
+        let observed = observe(
+            cache,
+            &scores_key,
+            &versions_key,
+            rows.iter().map(|r| r.user_id.as_str()),
+        )
+        .await?;
+        let mut repairs = Vec::new();
+        for (row, seen) in rows.iter().zip(&observed) {
+            in_scores += u64::from(seen.score.is_some());
+            in_versions += u64::from(seen.version.is_some());
+            let class = classify(row.score, row.version, seen);
+            counts.count(class);
+            match class {
+                Classification::Current | Classification::Orphan => {}
+                Classification::Missing | Classification::Stale | Classification::Corrupt => {
+                    repairs.push(Repair {
+                        row,
+                        force_over: None,
+                    });
+                }
+                Classification::Ahead => {
+                    tracing::warn!(
+                        board = %board,
+                        user = row.user_id,
+                        source_version = row.version,
+                        projected_version = seen.version.as_deref().unwrap_or(""),
+                        repair = options.repair_ahead,
+                        "projection is ahead of the source (wrong database? restored backup?)"
+                    );
+                    if options.repair_ahead {
+                        repairs.push(Repair {
+                            row,
+                            force_over: Some(seen.version.clone().unwrap_or_default()),
+                        });
+                    }
+                }
+            }
+        }
+        counts.checked += rows.len() as u64;
+        if !options.dry_run && !repairs.is_empty() {
+            confirm(lock).await?;
+            repair(cache, &scores_key, &versions_key, &repairs, counts).await?;
+        }
+        if rows.len() < options.chunk_size {
+            break;
+        }
+    }
+    // Members added by the projector during the walk make the sizes larger, never smaller, so
+    // they can only cause a scan that finds nothing, not hide an orphan. (A member removed
+    // during the walk could hide one until the next pass.)
+    let mut conn = cache.connection().await?;
+    let (zcard, hlen): (u64, u64) = redis::pipe()
+        .cmd("ZCARD")
+        .arg(&scores_key)
+        .cmd("HLEN")
+        .arg(&versions_key)
+        .query_async(&mut conn)
+        .await?;
+    drop(conn);
+    let scan_scores = zcard > in_scores;
+    let scan_versions = hlen > in_versions;
+    if scan_scores || scan_versions {
+        orphans(ctx, board, counts, scan_scores, scan_versions).await?;
+    }
+    Ok(())
+}
+
+async fn confirm(lock: Option<&HeldLock>) -> Result<(), PassError> {
+    match lock {
+        Some(lock) if !lock.confirm().await => Err(PassError::LockLost),
+        _ => Ok(()),
+    }
+}
+
+/// Score and stored version of each member, in one pipelined round trip.
+async fn observe<'a>(
+    cache: &Cache,
+    scores_key: &str,
+    versions_key: &str,
+    users: impl Iterator<Item = &'a str>,
+) -> Result<Vec<Observed>, PassError> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    let mut n = 0;
+    for user in users {
+        pipe.cmd("ZSCORE").arg(scores_key).arg(user);
+        pipe.cmd("HGET").arg(versions_key).arg(user);
+        n += 1;
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut conn = cache.connection().await?;
+    let replies: Vec<redis::RedisResult<Option<String>>> = pipe.query_async(&mut conn).await?;
+    let replies = replies
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(PassError::from)?;
+    Ok(replies
+        .chunks(2)
+        .map(|pair| Observed {
+            score: pair[0].as_deref().and_then(|s| s.parse().ok()),
+            version: pair[1].clone(),
+        })
+        .collect())
+}
+
+async fn repair(
+    cache: &Cache,
+    scores_key: &str,
+    versions_key: &str,
+    repairs: &[Repair<'_>],
+    counts: &mut Counts,
+) -> Result<(), PassError> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for r in repairs {
+        let (mode, expected) = match &r.force_over {
+            Some(v) => ("force", v.as_str()),
+            None => ("normal", ""),
+        };
+        evalsha(&mut pipe, &REPAIR, &[scores_key, versions_key])
+            .arg(&r.row.user_id)
+            .arg(r.row.score)
+            .arg(r.row.version)
+            .arg(mode)
+            .arg(expected);
+    }
+    let mut conn = cache.connection().await?;
+    let replies = send_pipeline(&mut conn, &REPAIR, &pipe).await?;
+    counts.repaired += tally(replies, "repaired", counts);
+    Ok(())
+}
+
+/// Counts a script's replies: the `done_word` ones are returned, the others are skips
+/// (the projection moved on) or failures (Redis refused the write), added to `counts`.
+fn tally(replies: Vec<redis::RedisResult<String>>, done_word: &str, counts: &mut Counts) -> u64 {
+    let mut done = 0;
+    let mut first_error = None;
+    for reply in replies {
+        match reply {
+            Ok(word) if word == done_word => done += 1,
+            Ok(_) => counts.skipped += 1,
+            Err(e) => {
+                counts.failed += 1;
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        tracing::warn!(error = %e, "Redis refused a reconciliation write");
+    }
+    done
+}
+
+/// Members of the projection with no source row: sorted-set members first, then version-hash
+/// entries whose member is not in the sorted set. Each chunk of members is checked against
+/// PostgreSQL in one query.
+async fn orphans(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    counts: &mut Counts,
+    scan_scores: bool,
+    scan_versions: bool,
+) -> Result<(), PassError> {
+    let Ctx {
+        db,
+        cache,
+        lock,
+        options,
+    } = ctx;
+    let keys = cache.keys();
+    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
+    let scans = [
+        ("ZSCAN", &scores_key, scan_scores),
+        ("HSCAN", &versions_key, scan_versions),
+    ];
+    for (command, key, _) in scans.into_iter().filter(|(_, _, wanted)| *wanted) {
+        let mut cursor: u64 = 0;
+        loop {
+            let mut conn = cache.connection().await?;
+            let (next, items): (u64, Vec<String>) = redis::cmd(command)
+                .arg(key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(options.chunk_size)
+                .query_async(&mut conn)
+                .await?;
+            drop(conn);
+            let members: Vec<String> = items.chunks(2).map(|pair| pair[0].clone()).collect();
+            let observed = observe(
+                cache,
+                &scores_key,
+                &versions_key,
+                members.iter().map(String::as_str),
+            )
+            .await?;
+            let existing = source::existing(db, board, &members).await?;
+            let mut found: Vec<(&str, String)> = Vec::new();
+            for (member, seen) in members.iter().zip(observed) {
+                // In the hash pass, members still in the sorted set were judged in the first.
+                let judged_already = command == "HSCAN" && seen.score.is_some();
+                if existing.contains(member) || judged_already {
+                    continue;
+                }
+                counts.count(Classification::Orphan);
+                found.push((member, seen.version.unwrap_or_default()));
+            }
+            if options.remove_orphans && !options.dry_run && !found.is_empty() {
+                confirm(lock).await?;
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for (member, version) in &found {
+                    evalsha(&mut pipe, &REMOVE_ORPHAN, &[&scores_key, &versions_key])
+                        .arg(*member)
+                        .arg(version);
+                }
+                let mut conn = cache.connection().await?;
+                let replies = send_pipeline(&mut conn, &REMOVE_ORPHAN, &pipe).await?;
+                counts.removed += tally(replies, "removed", counts);
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! What a pass found and did, per board and in total.
+
+use ledgerboard_core::domain::Classification;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Source rows compared with the projection.
+    pub checked: u64,
+    pub missing: u64,
+    pub stale: u64,
+    pub ahead: u64,
+    pub corrupt: u64,
+    pub current: u64,
+    /// Members in Redis with no source row.
+    pub orphan: u64,
+    /// Members set to their source score and version.
+    pub repaired: u64,
+    /// Orphans removed.
+    pub removed: u64,
+    /// Repairs or removals not made because the projection moved on since it was observed
+    /// (the projector wrote a newer version meanwhile).
+    pub skipped: u64,
+    /// Repairs or removals that Redis refused.
+    pub failed: u64,
+}
+
+impl Counts {
+    pub fn count(&mut self, class: Classification) {
+        let slot = match class {
+            Classification::Missing => &mut self.missing,
+            Classification::Stale => &mut self.stale,
+            Classification::Ahead => &mut self.ahead,
+            Classification::Corrupt => &mut self.corrupt,
+            Classification::Current => &mut self.current,
+            Classification::Orphan => &mut self.orphan,
+        };
+        *slot += 1;
+    }
+
+    /// Rows whose projection differs from the source (orphans included).
+    pub fn drift(&self) -> u64 {
+        self.missing + self.stale + self.ahead + self.corrupt + self.orphan
+    }
+
+    fn add(&mut self, other: &Counts) {
+        self.checked += other.checked;
+        self.missing += other.missing;
+        self.stale += other.stale;
+        self.ahead += other.ahead;
+        self.corrupt += other.corrupt;
+        self.current += other.current;
+        self.orphan += other.orphan;
+        self.repaired += other.repaired;
+        self.removed += other.removed;
+        self.skipped += other.skipped;
+        self.failed += other.failed;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoardReport {
+    pub board: String,
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Why this board could not be checked to its end (a wrong-typed key), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassReport {
+    /// True when every board was walked to its end.
+    pub completed: bool,
+    /// Why the pass stopped early (a lost lock, an unreachable server).
+    pub aborted: Option<String>,
+    pub dry_run: bool,
+    pub totals: Counts,
+    pub boards: Vec<BoardReport>,
+    pub duration_ms: u64,
+    pub rows_per_s: f64,
+}
+
+impl PassReport {
+    pub fn new(dry_run: bool) -> Self {
+        Self {
+            completed: false,
+            aborted: None,
+            dry_run,
+            totals: Counts::default(),
+            boards: Vec::new(),
+            duration_ms: 0,
+            rows_per_s: 0.0,
+        }
+    }
+
+    pub fn add_board(&mut self, board: BoardReport) {
+        self.totals.add(&board.counts);
+        self.boards.push(board);
+    }
+
+    pub fn finish(&mut self, elapsed: std::time::Duration, aborted: Option<String>) {
+        self.completed = aborted.is_none();
+        self.aborted = aborted;
+        self.duration_ms = elapsed.as_millis() as u64;
+        let secs = elapsed.as_secs_f64();
+        self.rows_per_s = if secs > 0.0 {
+            self.totals.checked as f64 / secs
+        } else {
+            0.0
+        };
+    }
+
+    /// One log line for the pass (the JSON report carries the per-board detail).
+    pub fn log(&self) {
+        let t = &self.totals;
+        if let Some(reason) = &self.aborted {
+            tracing::warn!(
+                reason,
+                checked = t.checked,
+                repaired = t.repaired,
+                "reconciliation pass aborted"
+            );
+        }
+        tracing::info!(
+            completed = self.completed,
+            dry_run = self.dry_run,
+            boards = self.boards.len(),
+            checked = t.checked,
+            missing = t.missing,
+            stale = t.stale,
+            ahead = t.ahead,
+            corrupt = t.corrupt,
+            current = t.current,
+            orphan = t.orphan,
+            repaired = t.repaired,
+            removed = t.removed,
+            skipped = t.skipped,
+            failed = t.failed,
+            duration_ms = self.duration_ms,
+            rows_per_s = self.rows_per_s.round(),
+            "reconciliation pass"
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! The reconciler against the real PostgreSQL and Redis.
+
+use std::time::Duration;
+
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_projector::Projector;
+use ledgerboard_reconciler::pass::PassOptions;
+use ledgerboard_reconciler::{Reconciler, ReconcilerError, rebuild};
+use ledgerboard_testkit::TestEnv;
+use tokio_util::sync::CancellationToken;
+
+/// A board of `users` users, projected by a real projector batch.
+async fn projected_env(users: i64, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
+    let env = TestEnv::new(tweak).await;
+    env.seed("b", users, users).await;
+    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let mut client = env.database().client().await.expect("client");
+    while projector
+        .worker(0)
+        .batch(&mut client)
+        .await
+        .expect("batch")
+        .claimed
+        > 0
+    {}
+    assert_eq!(env.projection("b").await, env.source("b").await);
+    env
+}
+
+fn reconciler(env: &TestEnv) -> Reconciler {
+    Reconciler::new(env.settings.clone(), env.database(), env.cache())
+}
+
+fn options(env: &TestEnv) -> PassOptions {
+    PassOptions::from_settings(&env.settings.reconciler)
+}
+
+/// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
+async fn redis_edit(env: &TestEnv, args: &[&str]) {
+    let cache = env.cache();
+    let board = BoardId::parse("b").expect("board");
+    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(a.replace("{z}", &z).replace("{v}", &v));
+    }
+    let mut conn = cache.connection().await.expect("redis");
+    let _: redis::Value = cmd.query_async(&mut conn).await.expect("edit");
+}
+
+#[tokio::test]
+async fn every_drift_class_is_detected_and_repaired_as_specified() {
+    let env = projected_env(10, |_| {}).await;
+    redis_edit(&env, &["ZREM", "{z}", "u000000"]).await; // missing (both halves)
+    redis_edit(&env, &["HDEL", "{v}", "u000000"]).await;
+    redis_edit(&env, &["HDEL", "{v}", "u000004"]).await; // missing (version only)
+    redis_edit(&env, &["HSET", "{v}", "u000001", "0"]).await; // stale
+    redis_edit(&env, &["HSET", "{v}", "u000002", "99"]).await; // ahead
+    redis_edit(&env, &["ZADD", "{z}", "999", "u000003"]).await; // corrupt
+    redis_edit(&env, &["HSET", "{v}", "u000005", "one"]).await; // corrupt (not a number)
+    redis_edit(&env, &["ZADD", "{z}", "5", "ghost"]).await; // orphan
+    redis_edit(&env, &["HSET", "{v}", "ghost", "1"]).await;
+    redis_edit(&env, &["HSET", "{v}", "ghost-version-only", "3"]).await; // orphan
+
+    let report = reconciler(&env)
+        .run_once(&options(&env))
+        .await
+        .expect("pass");
+    assert!(report.completed, "{report:?}");
+    let t = &report.totals;
+    assert_eq!(
+        (
+            t.checked, t.missing, t.stale, t.ahead, t.corrupt, t.current, t.orphan
+        ),
+        (10, 2, 1, 1, 2, 4, 2),
+        "{t:?}"
+    );
+    assert_eq!(
+        (t.repaired, t.removed, t.skipped, t.failed),
+        (5, 2, 0, 0),
+        "{t:?}"
+    );
+
+    // Everything but the ahead row now equals the source; the ahead row is left alone.
+    let mut source = env.source("b").await;
+    let projection = env.projection("b").await;
+    assert_eq!(projection.get("u000002").map(|p| p.1), Some(99));
+    source.remove("u000002");
+    let mut rest = projection.clone();
+    rest.remove("u000002");
+    assert_eq!(rest, source);
+
+    // A second pass finds only the ahead row; with repair_ahead it is repaired too.
+    let again = reconciler(&env)
+        .run_once(&options(&env))
+        .await
+        .expect("pass");
+    assert_eq!(
+        (
+            again.totals.drift(),
+            again.totals.ahead,
+            again.totals.repaired
+        ),
+        (1, 1, 0)
+    );
+    let mut forced = options(&env);
+    forced.repair_ahead = true;
+    let report = reconciler(&env).run_once(&forced).await.expect("pass");
+    assert_eq!(report.totals.repaired, 1);
+    assert_eq!(env.projection("b").await, env.source("b").await);
+    let clean = reconciler(&env)
+        .run_once(&options(&env))
+        .await
+        .expect("pass");
+    assert_eq!((clean.totals.drift(), clean.totals.current), (0, 10));
+}
+
+#[tokio::test]
+async fn a_dry_run_reports_and_changes_nothing() {
+    let env = projected_env(20, |_| {}).await;
+    redis_edit(&env, &["ZADD", "{z}", "-7", "u000003"]).await;
+    redis_edit(&env, &["ZREM", "{z}", "u000004"]).await;
+    redis_edit(&env, &["ZADD", "{z}", "1", "stranger"]).await;
+    let before = env.projection("b").await;
+    let mut dry = options(&env);
+    dry.dry_run = true;
+    let report = reconciler(&env).run_once(&dry).await.expect("pass");
+    assert!(report.dry_run && report.completed);
+    assert_eq!(
+        (
+            report.totals.corrupt,
+            report.totals.missing,
+            report.totals.orphan
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!((report.totals.repaired, report.totals.removed), (0, 0));
+    assert_eq!(env.projection("b").await, before);
+}
+
+#[tokio::test]
+async fn two_reconcilers_started_together_only_one_works() {
+    let env = projected_env(50, |_| {}).await;
+    let (a, b) = (reconciler(&env), reconciler(&env));
+    let (opts_a, opts_b) = (options(&env), options(&env));
+    let (ra, rb) = tokio::join!(a.run_once(&opts_a), b.run_once(&opts_b));
+    let busy = [&ra, &rb]
+        .iter()
+        .filter(|r| matches!(r, Err(ReconcilerError::Busy)))
+        .count();
+    let worked = [&ra, &rb]
+        .iter()
+        .filter(|r| matches!(r, Ok(report) if report.completed))
+        .count();
+    assert_eq!((busy, worked), (1, 1), "{ra:?} / {rb:?}");
+    // The lock was released: a later pass gets it.
+    assert!(reconciler(&env).run_once(&options(&env)).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_lock_lost_mid_pass_stops_the_repairs() {
+    let env = TestEnv::new(|s| {
+        s.reconciler.chunk_size = 50;
+        s.reconciler.lock_renew_ms = 100;
+        s.reconciler.lock_ttl_ms = 1_000;
+    })
+    .await;
+    // 20,000 source rows never projected: every one is missing.
+    env.seed("b", 20_000, 20_000).await;
+    let r = reconciler(&env);
+    let opts = options(&env);
+    let pass = tokio::spawn(async move { r.run_once(&opts).await });
+    let cache = env.cache();
+    let board = BoardId::parse("b").expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    loop {
+        let repaired: u64 = redis::cmd("ZCARD")
+            .arg(cache.keys().scores(&board))
+            .query_async(&mut conn)
+            .await
+            .expect("ZCARD");
+        if repaired >= 500 {
+            break;
+        }
+        assert!(
+            !pass.is_finished(),
+            "the pass ended before the lock could be taken from it"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // Someone else now owns the lock.
+    let _: () = redis::cmd("SET")
+        .arg(cache.keys().reconciler_lock())
+        .arg("intruder")
+        .query_async(&mut conn)
+        .await
+        .expect("steal");
+    let report = pass.await.expect("task").expect("pass ran");
+    assert!(!report.completed);
+    assert!(
+        report
+            .aborted
+            .as_deref()
+            .is_some_and(|r| r.contains("lock")),
+        "{report:?}"
+    );
+    assert!(report.totals.repaired < 20_000, "{:?}", report.totals);
+    let after: u64 = redis::cmd("ZCARD")
+        .arg(cache.keys().scores(&board))
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert!(
+        after < 20_000 && after as u64 == report.totals.repaired,
+        "{after} vs {:?}",
+        report.totals
+    );
+    let owner: String = redis::cmd("GET")
+        .arg(cache.keys().reconciler_lock())
+        .query_async(&mut conn)
+        .await
+        .expect("GET");
+    assert_eq!(
+        owner, "intruder",
+        "the lost lock was not deleted by its former holder"
+    );
+}
+
+#[tokio::test]
+async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
+    let env = projected_env(3_000, |s| {
+        s.reconciler.chunk_size = 100;
+        s.projector.poll_interval_ms = 20;
+    })
+    .await;
+    // Wipe part of the projection: the rebuild must restore it.
+    redis_edit(&env, &["ZREM", "{z}", "u000001", "u000002"]).await;
+    let cancel = CancellationToken::new();
+    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = tokio::spawn(projector.run(cancel.clone()));
+
+    // Commands keep arriving while the board is rebuilt.
+    let writing = CancellationToken::new();
+    let db = env.database();
+    let stop = writing.clone();
+    let writer = tokio::spawn(async move {
+        let mut n = 0_u64;
+        while !stop.is_cancelled() {
+            let command = ledgerboard_core::domain::ScoreCommand {
+                event_id: uuid::Uuid::new_v4().into(),
+                board: BoardId::parse("b").expect("board"),
+                user_id: ledgerboard_core::domain::UserId::parse(&format!("u{:06}", n * 7 % 3_100))
+                    .expect("user"),
+                delta: ledgerboard_core::domain::Delta::new(3).expect("delta"),
+            };
+            ledgerboard_core::db::apply_score_command(&db, &command)
+                .await
+                .expect("command");
+            n += 1;
+        }
+        n
+    });
+    let board = BoardId::parse("b").expect("board");
+    let report = rebuild::rebuild(
+        &env.database(),
+        &env.cache(),
+        &env.settings,
+        &board,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("rebuild");
+    writing.cancel();
+    let commands = writer.await.expect("writer");
+    assert!(commands > 0, "no command ran during the rebuild");
+    assert!(report.rows >= 3_000, "{report:?}");
+    assert!(report.catch_up.completed, "{report:?}");
+    assert!(env.wait_drained(Duration::from_secs(30)).await);
+    cancel.cancel();
+    projector.await.expect("projector stops");
+    assert_eq!(env.projection("b").await, env.source("b").await);
+    // The rebuild's temporary and retired keys are gone.
+    let keys = env.redis.keys();
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.ends_with(":rebuild") || k.ends_with(":retired")),
+        "{keys:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_board_with_a_wrong_typed_key_is_reported_and_the_pass_goes_on() {
+    let env = projected_env(5, |_| {}).await;
+    env.seed("a", 3, 3).await; // sorts before "b"
+    let cache = env.cache();
+    let board = BoardId::parse("a").expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    let _: () = redis::cmd("SET")
+        .arg(cache.keys().scores(&board))
+        .arg("not a zset")
+        .query_async(&mut conn)
+        .await
+        .expect("plant");
+    redis_edit(&env, &["ZADD", "{z}", "1", "u000000"]).await; // drift on board b
+
+    let report = reconciler(&env)
+        .run_once(&options(&env))
+        .await
+        .expect("pass");
+    assert!(report.completed, "{report:?}");
+    let a = report
+        .boards
+        .iter()
+        .find(|b| b.board == "a")
+        .expect("board a reported");
+    assert!(
+        a.error.as_deref().is_some_and(|e| e.contains("WRONGTYPE")),
+        "{a:?}"
+    );
+    let b = report
+        .boards
+        .iter()
+        .find(|b| b.board == "b")
+        .expect("board b reported");
+    assert_eq!(
+        (b.error.as_deref(), b.counts.corrupt, b.counts.repaired),
+        (None, 1, 1),
+        "{b:?}"
+    );
+}
