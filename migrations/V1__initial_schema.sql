@@ -38,6 +38,11 @@ CREATE TABLE user_scores (
 -- row already published: each claim got slower as the drain went on (measured: 80 ms and 200k
 -- buffer hits per claim halfway through a 200k-row backlog). Every statement that touches a
 -- row by id therefore also states the pending predicate (see db/sql/outbox_*.sql).
+-- The leaderboard order of the database reads (the fallback when the projection lags, and
+-- strong reads): score descending, ties by user id descending in byte order, which is the
+-- order Redis's ZRANGE … REV gives.
+CREATE INDEX user_scores_rank ON user_scores (board_id, score DESC, user_id DESC);
+
 CREATE TABLE leaderboard_outbox (
     event_id        uuid        PRIMARY KEY REFERENCES score_events (event_id),
     id              bigserial   NOT NULL,

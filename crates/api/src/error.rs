@@ -14,6 +14,13 @@ pub enum ApiError {
     MalformedBody(String),
     /// A path segment could not be read (400).
     BadPath(String),
+    /// A query parameter could not be read, or is unknown (400).
+    BadQuery(String),
+    /// A query parameter outside its range (422).
+    OutOfRange(String),
+    /// `consistency=eventual` with `min_version` the projection does not hold yet (409): the
+    /// caller asked for the projection only, and it cannot honour read-your-writes yet.
+    Stale,
     /// A well-formed request with an invalid value (422).
     Invalid(ValidationError),
     /// The score would leave the range a Redis double holds exactly (422).
@@ -32,14 +39,17 @@ pub enum ApiError {
     Internal(String),
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: ErrorDetail<'a>,
+/// The body of every error answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    error: ErrorDetail,
 }
 
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
-    code: &'a str,
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable.
+    code: &'static str,
+    /// For people.
     message: String,
 }
 
@@ -48,6 +58,13 @@ impl ApiError {
         match self {
             Self::MalformedBody(m) => (StatusCode::BAD_REQUEST, "malformed_body", m.clone()),
             Self::BadPath(m) => (StatusCode::BAD_REQUEST, "invalid_path", m.clone()),
+            Self::BadQuery(m) => (StatusCode::BAD_REQUEST, "invalid_query", m.clone()),
+            Self::OutOfRange(m) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", m.clone()),
+            Self::Stale => (
+                StatusCode::CONFLICT,
+                "projection_behind",
+                "the projection does not hold that version yet; retry, or read with consistency=bounded".into(),
+            ),
             Self::Invalid(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()),
             Self::ScoreOutOfRange => (
                 StatusCode::UNPROCESSABLE_ENTITY,

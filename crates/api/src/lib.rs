@@ -1,6 +1,8 @@
-//! `ledgerboard-api`: the HTTP daemon for score commands.
+//! `ledgerboard-api`: the HTTP daemon for score commands and leaderboard reads.
 
 pub mod error;
+pub mod freshness;
+pub mod openapi;
 mod routes;
 pub mod state;
 
@@ -10,7 +12,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use ledgerboard_core::config::ApiSettings;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,19 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/scores",
             post(routes::commands::post_score),
         )
+        .route("/v1/boards/{board}/top", get(routes::reads::top))
+        .route(
+            "/v1/boards/{board}/users/{user_id}",
+            get(routes::reads::user),
+        )
+        .route(
+            "/v1/boards/{board}/users/{user_id}/around",
+            get(routes::reads::around),
+        )
+        .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(
+            "/openapi.json",
+            <openapi::ApiDoc as utoipa::OpenApi>::openapi(),
+        ))
         .fallback(async || ApiError::NotFound)
         .method_not_allowed_fallback(async || ApiError::MethodNotAllowed)
         .layer(DefaultBodyLimit::max(settings.body_limit_bytes))

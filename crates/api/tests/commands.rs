@@ -30,7 +30,8 @@ async fn harness() -> Harness {
 
 fn app_for(settings: &Settings) -> Router {
     let database = Database::connect(&settings.database, "api-test").expect("pool");
-    router(AppState { db: database }, &settings.api)
+    let cache = ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis pool");
+    router(AppState::new(database, cache, &settings.api), &settings.api)
 }
 
 async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {

@@ -107,6 +107,11 @@ pub struct ApiSettings {
     pub body_limit_bytes: usize,
     /// Bound on handling one request, end to end.
     pub request_timeout_ms: u64,
+    /// `consistency=bounded` reads (the default) come from the projection while its oldest
+    /// pending row is at most this old, else from PostgreSQL.
+    pub max_lag_ms: u64,
+    /// How long one measurement of the projection's lag serves all reads.
+    pub freshness_cache_ms: u64,
 }
 
 impl Default for ApiSettings {
@@ -115,6 +120,8 @@ impl Default for ApiSettings {
             listen: "127.0.0.1:8080".into(),
             body_limit_bytes: 16 * 1024,
             request_timeout_ms: 10_000,
+            max_lag_ms: 2_000,
+            freshness_cache_ms: 100,
         }
     }
 }
@@ -335,6 +342,9 @@ impl ApiSettings {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
     }
+    pub fn freshness_cache(&self) -> Duration {
+        Duration::from_millis(self.freshness_cache_ms)
+    }
 }
 
 impl ShutdownSettings {
@@ -439,6 +449,13 @@ impl Settings {
             self.api.request_timeout_ms,
             100,
             600_000,
+        )?;
+        in_range("api.max_lag_ms", self.api.max_lag_ms, 0, 86_400_000)?;
+        in_range(
+            "api.freshness_cache_ms",
+            self.api.freshness_cache_ms,
+            0,
+            60_000,
         )?;
         in_range("shutdown.grace_ms", self.shutdown.grace_ms, 0, 3_600_000)?;
         self.validate_projector()?;

@@ -188,13 +188,36 @@ pub struct ScoreCommand {
 /// What the database made of a command: the score and version that its first application
 /// produced, and whether this arrival was a repeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CommandOutcome {
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Uuid))]
     pub event_id: EventId,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub board: BoardId,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
     pub duplicate: bool,
+}
+
+/// One line of a leaderboard page: rank 1 is the highest score; equal scores are ordered by
+/// user id in descending byte order, on both read paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RankedEntry {
+    pub rank: u64,
+    pub user_id: String,
+    pub score: i64,
+}
+
+/// One member as a read shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemberStanding {
+    pub score: i64,
+    /// The version of `score`; 0 when the projection holds a score without a version.
+    pub version: i64,
+    pub rank: u64,
 }
 
 /// What the projector writes to Redis for one outbox row: an absolute score and the version

@@ -8,6 +8,7 @@ pub mod db;
 pub mod domain;
 pub mod keys;
 pub mod projection;
+pub mod projection_read;
 pub mod scripts;
 pub mod shutdown;
 pub mod telemetry;

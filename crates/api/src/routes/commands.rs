@@ -11,18 +11,42 @@ use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use serde::Deserialize;
 
 use super::path_error;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
+#[allow(unused_imports)] // named in the OpenAPI attributes
+use ledgerboard_core::domain::CommandOutcome;
 
 /// The body as sent: strings and a raw number, validated into domain types afterwards so each
 /// bad field gets its own error code.
-#[derive(Deserialize)]
-struct CommandBody {
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct CommandBody {
+    /// The caller's stable id for this command (the idempotency key): a non-nil UUID.
+    #[schema(format = Uuid)]
     event_id: String,
+    /// 1 to 128 bytes of UTF-8 without control characters.
     user_id: String,
+    /// The score change, an integer from -1000 to 1000.
+    #[schema(value_type = i64, minimum = -1000, maximum = 1000)]
     delta: serde_json::Number,
 }
 
+/// Applies a score command exactly once per event id.
+#[utoipa::path(
+    post,
+    path = "/v1/boards/{board}/scores",
+    params(("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -")),
+    request_body = CommandBody,
+    responses(
+        (status = 201, description = "applied", body = CommandOutcome),
+        (status = 200, description = "the same command again: the first application's outcome, `duplicate: true`", body = CommandOutcome),
+        (status = 400, description = "malformed body or path", body = ErrorBody),
+        (status = 409, description = "the event id was used with another board, user or delta", body = ErrorBody),
+        (status = 413, description = "body too large", body = ErrorBody),
+        (status = 422, description = "an invalid value", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "commands"
+)]
 pub async fn post_score(
     State(state): State<AppState>,
     board: Result<Path<String>, PathRejection>,

@@ -2,6 +2,7 @@
 //! status codes are decided in `error.rs` only.
 
 pub mod commands;
+pub mod reads;
 
 use axum::extract::rejection::PathRejection;
 

@@ -6,6 +6,7 @@ mod errors;
 mod migrations;
 pub mod outbox;
 mod pool;
+pub mod reads;
 pub mod source;
 pub mod sql;
 mod status;

@@ -1,0 +1,256 @@
+//! Leaderboard reads. Every answer says where it came from and how far behind the projection
+//! is; the `consistency` parameter chooses the source:
+//!
+//! - `eventual`: the projection, always (503 when Redis cannot answer);
+//! - `bounded` (default): the projection while its lag is within `api.max_lag_ms`, else
+//!   PostgreSQL; the projection with the lag stated as unknown when PostgreSQL cannot say;
+//! - `strong`: PostgreSQL only, for rewards and payouts (503 when it cannot answer; never the
+//!   projection).
+
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use ledgerboard_core::cache::CacheError;
+use ledgerboard_core::db::StoreError;
+use ledgerboard_core::db::reads;
+use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+use ledgerboard_core::projection_read;
+use serde::{Deserialize, Serialize};
+
+use super::path_error;
+use crate::error::{ApiError, ErrorBody};
+use crate::freshness::{Freshness, Source};
+use crate::state::AppState;
+
+pub const MAX_LIMIT: u64 = 1_000;
+pub const MAX_OFFSET: u64 = 10_000_000;
+pub const MAX_RADIUS: u64 = 100;
+
+/// Where a read may come from (see the module's documentation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    Eventual,
+    #[default]
+    Bounded,
+    Strong,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TopQuery {
+    /// 1 to 1000 (default 10).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u64>,
+    /// 0 to 10,000,000 (default 0).
+    #[param(minimum = 0, maximum = 10_000_000)]
+    offset: Option<u64>,
+    #[serde(default)]
+    #[param(inline)]
+    consistency: Consistency,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UserQuery {
+    #[serde(default)]
+    #[param(inline)]
+    consistency: Consistency,
+    /// Read-your-writes: the version the caller's own last command produced.
+    min_version: Option<i64>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AroundQuery {
+    /// 0 to 100 (default 5): members on each side of the user.
+    #[param(minimum = 0, maximum = 100)]
+    radius: Option<u64>,
+    #[serde(default)]
+    #[param(inline)]
+    consistency: Consistency,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Page {
+    entries: Vec<RankedEntry>,
+    freshness: Freshness,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Member {
+    user_id: String,
+    score: i64,
+    version: i64,
+    rank: u64,
+    freshness: Freshness,
+}
+
+fn query_error(rejection: QueryRejection) -> ApiError {
+    ApiError::BadQuery(rejection.body_text())
+}
+
+fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, ApiError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ApiError::OutOfRange(format!(
+            "{name} must be between {min} and {max}"
+        )))
+    }
+}
+
+/// Reads from the source `consistency` allows. `accept` may refuse a projection answer (too
+/// old for read-your-writes), which then comes from PostgreSQL.
+async fn read<T>(
+    state: &AppState,
+    consistency: Consistency,
+    from_projection: impl AsyncFnOnce() -> Result<T, CacheError>,
+    from_database: impl AsyncFnOnce() -> Result<T, StoreError>,
+    accept: impl FnOnce(&T) -> bool,
+) -> Result<(T, Freshness), ApiError> {
+    let lag = state.freshness.get(&state.db).await;
+    let database = async |lag| {
+        let value = from_database().await.map_err(ApiError::from)?;
+        Ok((value, Freshness::new(Source::Database, lag)))
+    };
+    let projection_allowed = match consistency {
+        Consistency::Strong => false,
+        Consistency::Eventual => true,
+        Consistency::Bounded => lag.is_none_or(|l| l.lag_ms <= state.settings.max_lag_ms as i64),
+    };
+    if !projection_allowed {
+        return database(lag).await;
+    }
+    match from_projection().await {
+        Ok(value) if accept(&value) => Ok((value, Freshness::new(Source::Projection, lag))),
+        Ok(_) if consistency == Consistency::Eventual => Err(ApiError::Stale),
+        Ok(_) => database(lag).await,
+        Err(e) if consistency == Consistency::Bounded && lag.is_some() => {
+            tracing::warn!(error = %e, "projection unreadable; answering from the database");
+            database(lag).await
+        }
+        Err(e) => Err(ApiError::Unavailable(e.to_string())),
+    }
+}
+
+/// A page of the board in rank order.
+#[utoipa::path(
+    get,
+    path = "/v1/boards/{board}/top",
+    params(("board" = String, Path, description = "the board id"), TopQuery),
+    responses(
+        (status = 200, body = Page),
+        (status = 400, description = "an unreadable or unknown parameter", body = ErrorBody),
+        (status = 422, description = "a parameter out of range", body = ErrorBody),
+        (status = 503, description = "no allowed source can answer", body = ErrorBody),
+    ),
+    tag = "reads"
+)]
+pub async fn top(
+    State(state): State<AppState>,
+    board: Result<Path<String>, PathRejection>,
+    query: Result<Query<TopQuery>, QueryRejection>,
+) -> Result<Json<Page>, ApiError> {
+    let Path(board) = board.map_err(path_error)?;
+    let Query(q) = query.map_err(query_error)?;
+    let board = BoardId::parse(&board)?;
+    let limit = in_range("limit", q.limit.unwrap_or(10), 1, MAX_LIMIT)?;
+    let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
+    let (entries, freshness) = read(
+        &state,
+        q.consistency,
+        async || projection_read::top(&state.cache, &board, offset, limit).await,
+        async || reads::top(&state.db, &board, offset, limit).await,
+        |_| true,
+    )
+    .await?;
+    Ok(Json(Page { entries, freshness }))
+}
+
+/// One member's score, version and rank.
+#[utoipa::path(
+    get,
+    path = "/v1/boards/{board}/users/{user_id}",
+    params(("board" = String, Path), ("user_id" = String, Path), UserQuery),
+    responses(
+        (status = 200, body = Member),
+        (status = 400, body = ErrorBody),
+        (status = 404, description = "unknown member", body = ErrorBody),
+        (status = 409, description = "consistency=eventual, and the projection does not hold min_version yet", body = ErrorBody),
+        (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ),
+    tag = "reads"
+)]
+pub async fn user(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<UserQuery>, QueryRejection>,
+) -> Result<Json<Member>, ApiError> {
+    let Path((board, user)) = path.map_err(path_error)?;
+    let Query(q) = query.map_err(query_error)?;
+    let board = BoardId::parse(&board)?;
+    let user = UserId::parse(&user)?;
+    let min_version = q.min_version.unwrap_or(0);
+    // A projection that does not hold the caller's write yet is never used to answer: not
+    // its score, and not a rank computed from it.
+    let accept = |m: &Option<MemberStanding>| {
+        m.is_some_and(|m| m.version >= min_version) || (m.is_none() && min_version <= 0)
+    };
+    let (standing, freshness) = read(
+        &state,
+        q.consistency,
+        async || projection_read::member(&state.cache, &board, &user).await,
+        async || reads::member(&state.db, &board, &user).await,
+        accept,
+    )
+    .await?;
+    let standing = standing.ok_or(ApiError::NotFound)?;
+    Ok(Json(Member {
+        user_id: user.as_str().to_owned(),
+        score: standing.score,
+        version: standing.version,
+        rank: standing.rank,
+        freshness,
+    }))
+}
+
+/// The members ranked around one member, the member included.
+#[utoipa::path(
+    get,
+    path = "/v1/boards/{board}/users/{user_id}/around",
+    params(("board" = String, Path), ("user_id" = String, Path), AroundQuery),
+    responses(
+        (status = 200, body = Page),
+        (status = 400, body = ErrorBody),
+        (status = 404, description = "unknown member", body = ErrorBody),
+        (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ),
+    tag = "reads"
+)]
+pub async fn around(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<AroundQuery>, QueryRejection>,
+) -> Result<Json<Page>, ApiError> {
+    let Path((board, user)) = path.map_err(path_error)?;
+    let Query(q) = query.map_err(query_error)?;
+    let board = BoardId::parse(&board)?;
+    let user = UserId::parse(&user)?;
+    let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
+    let (entries, freshness) = read(
+        &state,
+        q.consistency,
+        async || projection_read::around(&state.cache, &board, &user, radius).await,
+        async || reads::around(&state.db, &board, &user, radius).await,
+        |_| true,
+    )
+    .await?;
+    let entries = entries.ok_or(ApiError::NotFound)?;
+    Ok(Json(Page { entries, freshness }))
+}

@@ -1,0 +1,87 @@
+//! The OpenAPI document and its rendered page.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use ledgerboard_api::{AppState, router};
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::Database;
+use tower::ServiceExt;
+
+async fn get(uri: &str) -> (StatusCode, String) {
+    // The document needs no server: a pool that never connects is enough.
+    let settings = Settings::default();
+    let db = Database::connect(&settings.database, "openapi-test").expect("pool");
+    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    let app = router(AppState::new(db, cache, &settings.api), &settings.api);
+    let response = app
+        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
+        .await
+        .expect("answer");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn the_document_covers_every_route_and_its_answers() {
+    let (status, body) = get("/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    let doc: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "{doc}"
+    );
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut names: Vec<&str> = paths.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "/v1/boards/{board}/scores",
+            "/v1/boards/{board}/top",
+            "/v1/boards/{board}/users/{user_id}",
+            "/v1/boards/{board}/users/{user_id}/around"
+        ]
+    );
+    let post = &paths["/v1/boards/{board}/scores"]["post"]["responses"];
+    for code in ["200", "201", "400", "409", "413", "422", "503"] {
+        assert!(post.get(code).is_some(), "POST scores lacks {code}");
+    }
+    let top = &paths["/v1/boards/{board}/top"]["get"];
+    let params: Vec<&str> = top["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for p in ["board", "limit", "offset", "consistency"] {
+        assert!(params.contains(&p), "top lacks {p}: {params:?}");
+    }
+    let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+    for s in [
+        "CommandBody",
+        "CommandOutcome",
+        "Page",
+        "Member",
+        "Freshness",
+        "ErrorBody",
+    ] {
+        assert!(schemas.contains_key(s), "no schema {s}");
+    }
+}
+
+#[tokio::test]
+async fn the_docs_page_renders_it() {
+    let (status, body) = get("/docs/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("swagger-ui"), "{body}");
+    let (status, _) = get("/docs/swagger-ui.css").await;
+    assert_eq!(status, StatusCode::OK, "assets are served from the binary");
+}

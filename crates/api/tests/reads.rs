@@ -1,0 +1,391 @@
+//! Leaderboard reads against the real PostgreSQL and Redis: both paths give identical pages,
+//! each consistency mode picks the right source, and outages of either server are handled.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use ledgerboard_api::{AppState, router};
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::Database;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_testkit::{TestEnv, closed_port};
+use serde_json::Value;
+use tower::ServiceExt;
+
+fn app_with(settings: &Settings) -> Router {
+    let db = Database::connect(&settings.database, "reads-test").expect("pool");
+    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    router(AppState::new(db, cache, &settings.api), &settings.api)
+}
+
+async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
+    let response = app
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
+        .await
+        .expect("router answers");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{uri}: {status} not JSON ({e}): {bytes:?}"));
+    (status, body)
+}
+
+/// Source rows for `board`, written to PostgreSQL and projected into Redis as the projector
+/// would (absolute score and version).
+async fn board_with(env: &TestEnv, board: &str, users: &[(String, i64)]) {
+    let client = env.db.client().await;
+    let ids: Vec<&str> = users.iter().map(|(u, _)| u.as_str()).collect();
+    let scores: Vec<i64> = users.iter().map(|(_, s)| *s).collect();
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT $1, u, s, 1 FROM unnest($2::text[], $3::bigint[]) AS t(u, s)",
+            &[&board, &ids, &scores],
+        )
+        .await
+        .expect("seed");
+    let cache = env.cache();
+    let b = BoardId::parse(board).expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    for chunk in users.chunks(1_000) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(cache.keys().scores(&b));
+        let mut hset = redis::cmd("HSET");
+        hset.arg(cache.keys().versions(&b));
+        for (user, score) in chunk {
+            zadd.arg(*score).arg(user);
+            hset.arg(user).arg(1);
+        }
+        let _: () = redis::pipe()
+            .add_command(zadd)
+            .add_command(hset)
+            .query_async(&mut conn)
+            .await
+            .expect("project");
+    }
+}
+
+/// 10,000 user ids in mixed case, digits and non-ASCII letters, with 50 distinct scores.
+fn tricky_users() -> Vec<(String, i64)> {
+    let prefixes = [
+        "a", "A", "é", "É", "0", "9", "z", "Z", "ß", "日本", "ÿ", "_",
+    ];
+    (0..10_000_i64)
+        .map(|i| {
+            (
+                format!("{}{}", prefixes[i as usize % prefixes.len()], i / 7),
+                i % 50 - 20,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn both_paths_give_identical_pages_ranks_and_neighbourhoods() {
+    let env = TestEnv::new(|_| {}).await;
+    let users = tricky_users();
+    board_with(&env, "mix", &users).await;
+    let app = app_with(&env.settings);
+    for (offset, limit) in [(0, 1), (0, 10), (37, 100), (5_000, 1_000), (9_990, 1_000)] {
+        let uri =
+            |c: &str| format!("/v1/boards/mix/top?offset={offset}&limit={limit}&consistency={c}");
+        let (s1, projection) = get(&app, &uri("eventual")).await;
+        let (s2, database) = get(&app, &uri("strong")).await;
+        assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK));
+        assert_eq!(projection["freshness"]["source"], "projection");
+        assert_eq!(database["freshness"]["source"], "database");
+        assert_eq!(
+            projection["entries"], database["entries"],
+            "offset {offset} limit {limit}"
+        );
+        let expected = (users.len() as i64 - offset).clamp(0, limit);
+        assert_eq!(
+            projection["entries"].as_array().map(Vec::len),
+            Some(expected as usize)
+        );
+    }
+    // Ties: equal scores in descending byte order of user id.
+    let (_, page) = get(&app, "/v1/boards/mix/top?limit=1000&consistency=strong").await;
+    let entries = page["entries"].as_array().expect("entries");
+    for pair in entries.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (sa, sb) = (a["score"].as_i64(), b["score"].as_i64());
+        assert!(
+            sa > sb
+                || (sa == sb
+                    && a["user_id"].as_str().map(str::as_bytes)
+                        > b["user_id"].as_str().map(str::as_bytes)),
+            "{a} before {b}"
+        );
+        assert_eq!(b["rank"].as_u64(), a["rank"].as_u64().map(|r| r + 1));
+    }
+    for (user, _) in users.iter().step_by(397) {
+        let path = format!("/v1/boards/mix/users/{}", urlencode(user));
+        let (_, p) = get(&app, &format!("{path}?consistency=eventual")).await;
+        let (_, d) = get(&app, &format!("{path}?consistency=strong")).await;
+        assert_eq!(
+            (&p["rank"], &p["score"], &p["version"]),
+            (&d["rank"], &d["score"], &d["version"]),
+            "{user}"
+        );
+        for radius in [0, 5, 100] {
+            let (_, p) = get(
+                &app,
+                &format!("{path}/around?radius={radius}&consistency=eventual"),
+            )
+            .await;
+            let (_, d) = get(
+                &app,
+                &format!("{path}/around?radius={radius}&consistency=strong"),
+            )
+            .await;
+            assert_eq!(p["entries"], d["entries"], "{user} radius {radius}");
+            assert!(
+                p["entries"]
+                    .as_array()
+                    .is_some_and(|e| e.iter().any(|x| x["user_id"] == user.as_str()))
+            );
+        }
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bounded_reads_switch_to_the_database_while_the_projection_lags() {
+    let env = TestEnv::new(|s| {
+        s.api.max_lag_ms = 1_000;
+        s.api.freshness_cache_ms = 0;
+    })
+    .await;
+    board_with(&env, "b", &[("alice".into(), 10), ("bob".into(), 5)]).await;
+    let app = app_with(&env.settings);
+    let (_, fresh) = get(&app, "/v1/boards/b/top").await;
+    assert_eq!(fresh["freshness"]["source"], "projection");
+    assert_eq!(
+        (
+            fresh["freshness"]["pending"].as_i64(),
+            fresh["freshness"]["lag_ms"].as_i64()
+        ),
+        (Some(0), Some(0))
+    );
+
+    // A command the projector has not applied, committed 5 s ago: the projection lags.
+    let client = env.db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO score_events (event_id, board_id, user_id, delta, score, version)
+               VALUES ('11111111-1111-4111-8111-111111111111', 'b', 'bob', 20, 25, 2);
+             UPDATE user_scores SET score = 25, version = 2 WHERE board_id = 'b' AND user_id = 'bob';
+             INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version, created_at)
+               VALUES ('11111111-1111-4111-8111-111111111111', 'b', 'bob', 25, 2, now() - interval '5 seconds');",
+        )
+        .await
+        .expect("lag");
+    let (_, bounded) = get(&app, "/v1/boards/b/top").await;
+    assert_eq!(bounded["freshness"]["source"], "database");
+    assert_eq!(bounded["entries"][0]["user_id"], "bob");
+    assert_eq!(bounded["freshness"]["pending"], 1);
+    assert!(
+        bounded["freshness"]["lag_ms"]
+            .as_i64()
+            .is_some_and(|l| l >= 5_000),
+        "{bounded}"
+    );
+    let (_, eventual) = get(&app, "/v1/boards/b/top?consistency=eventual").await;
+    assert_eq!(
+        (
+            eventual["freshness"]["source"].as_str(),
+            eventual["entries"][0]["user_id"].as_str()
+        ),
+        (Some("projection"), Some("alice"))
+    );
+
+    // Read-your-writes: bob's version 2 is only in PostgreSQL.
+    let (_, mine) = get(
+        &app,
+        "/v1/boards/b/users/bob?min_version=2&consistency=eventual",
+    )
+    .await;
+    assert_eq!(mine["error"]["code"], "projection_behind");
+    client
+        .execute("UPDATE leaderboard_outbox SET created_at = now()", &[])
+        .await
+        .expect("young lag");
+    let (_, mine) = get(&app, "/v1/boards/b/users/bob?min_version=2").await;
+    assert_eq!(
+        (
+            mine["freshness"]["source"].as_str(),
+            mine["version"].as_i64(),
+            mine["rank"].as_u64()
+        ),
+        (Some("database"), Some(2), Some(1)),
+        "{mine}"
+    );
+    let (_, old) = get(&app, "/v1/boards/b/users/bob?min_version=1").await;
+    assert_eq!(
+        (old["freshness"]["source"].as_str(), old["version"].as_i64()),
+        (Some("projection"), Some(1))
+    );
+
+    // The projector catches up: bounded reads come from the projection again.
+    client
+        .execute("UPDATE leaderboard_outbox SET published_at = now()", &[])
+        .await
+        .expect("publish");
+    let (_, back) = get(&app, "/v1/boards/b/top").await;
+    assert_eq!(
+        (
+            back["freshness"]["source"].as_str(),
+            back["freshness"]["pending"].as_i64()
+        ),
+        (Some("projection"), Some(0))
+    );
+}
+
+#[tokio::test]
+async fn redis_down_bounded_reads_use_the_database_and_eventual_reads_fail_fast() {
+    let env = TestEnv::new(|_| {}).await;
+    board_with(&env, "b", &[("alice".into(), 10)]).await;
+    let mut settings = env.settings.clone();
+    settings.redis.url = format!("redis://127.0.0.1:{}", closed_port());
+    let app = app_with(&settings);
+    let (status, bounded) = get(&app, "/v1/boards/b/top").await;
+    assert_eq!(
+        (status, bounded["freshness"]["source"].as_str()),
+        (StatusCode::OK, Some("database"))
+    );
+    assert_eq!(bounded["entries"][0]["user_id"], "alice");
+    let started = std::time::Instant::now();
+    let (status, eventual) = get(&app, "/v1/boards/b/top?consistency=eventual").await;
+    assert_eq!(
+        (status, eventual["error"]["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable"))
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn postgres_down_eventual_and_bounded_reads_use_the_projection_strong_fails_closed() {
+    let env = TestEnv::new(|s| {
+        s.database.connect_timeout_ms = 300;
+        s.database.pool_wait_timeout_ms = 300;
+    })
+    .await;
+    board_with(&env, "b", &[("alice".into(), 10), ("bob".into(), 7)]).await;
+    let mut settings = env.settings.clone();
+    settings.database.url = format!("postgres://postgres@127.0.0.1:{}/x", closed_port());
+    let app = app_with(&settings);
+    let (status, eventual) = get(&app, "/v1/boards/b/top?consistency=eventual").await;
+    assert_eq!(
+        (status, eventual["entries"][1]["user_id"].as_str()),
+        (StatusCode::OK, Some("bob"))
+    );
+    let (status, bounded) = get(&app, "/v1/boards/b/users/bob").await;
+    assert_eq!(status, StatusCode::OK, "{bounded}");
+    let f = &bounded["freshness"];
+    assert_eq!(
+        (f["source"].as_str(), bounded["rank"].as_u64()),
+        (Some("projection"), Some(2))
+    );
+    assert!(
+        f["lag_ms"].is_null() && f["pending"].is_null() && f["projected_through"].is_null(),
+        "{f}"
+    );
+    let (status, strong) = get(&app, "/v1/boards/b/top?consistency=strong").await;
+    assert_eq!(
+        (status, strong["error"]["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable"))
+    );
+}
+
+#[tokio::test]
+async fn bad_read_parameters_get_clear_errors() {
+    let env = TestEnv::new(|_| {}).await;
+    board_with(&env, "b", &[("alice".into(), 10)]).await;
+    let app = app_with(&env.settings);
+    for (uri, status, code) in [
+        (
+            "/v1/boards/b/top?limit=0",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out_of_range",
+        ),
+        (
+            "/v1/boards/b/top?limit=1001",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out_of_range",
+        ),
+        (
+            "/v1/boards/b/top?limit=-1",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/v1/boards/b/top?consistency=sometimes",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/v1/boards/b/top?limt=5",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/v1/boards/b/users/alice/around?radius=101",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out_of_range",
+        ),
+        (
+            "/v1/boards/b/users/nobody",
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "/v1/boards/b/users/nobody?consistency=strong",
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "/v1/boards/b/users/nobody/around",
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "/v1/boards/b%7B/top",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_board_id",
+        ),
+        (
+            "/v1/boards/b/users/a%00b",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_user_id",
+        ),
+    ] {
+        let (got, body) = get(&app, uri).await;
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{uri}: {body}"
+        );
+    }
+    let (_, top) = get(&app, "/v1/boards/empty/top").await;
+    assert_eq!(top["entries"], serde_json::json!([]));
+}

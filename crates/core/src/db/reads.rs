@@ -1,0 +1,131 @@
+//! Leaderboard reads from PostgreSQL: the authoritative answer (strong reads, and the fallback
+//! when the projection lags), in exactly the order the projection gives.
+
+use super::errors::StoreError;
+use super::{Database, sql};
+use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+
+pub async fn top(
+    db: &Database,
+    board: &BoardId,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<RankedEntry>, StoreError> {
+    let client = db.client().await?;
+    let (_, rows) = db
+        .bounded(client, async |c| {
+            let stmt = c.prepare_cached(sql::READ_TOP).await?;
+            c.query(&stmt, &[&board.as_str(), &(offset as i64), &(limit as i64)])
+                .await
+        })
+        .await?;
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Ok(RankedEntry {
+                rank: offset + i as u64 + 1,
+                user_id: r.try_get(0)?,
+                score: r.try_get(1)?,
+            })
+        })
+        .collect()
+}
+
+pub async fn member(
+    db: &Database,
+    board: &BoardId,
+    user: &UserId,
+) -> Result<Option<MemberStanding>, StoreError> {
+    let client = db.client().await?;
+    let (_, row) = db
+        .bounded(client, async |c| {
+            let stmt = c.prepare_cached(sql::READ_USER).await?;
+            c.query_opt(&stmt, &[&board.as_str(), &user.as_str()]).await
+        })
+        .await?;
+    row.map(|r| {
+        Ok(MemberStanding {
+            score: r.try_get(0)?,
+            version: r.try_get(1)?,
+            rank: r.try_get::<_, i64>(2)? as u64,
+        })
+    })
+    .transpose()
+}
+
+/// The member and up to `radius` members on each side, in rank order; None for an unknown
+/// member.
+pub async fn around(
+    db: &Database,
+    board: &BoardId,
+    user: &UserId,
+    radius: u64,
+) -> Result<Option<Vec<RankedEntry>>, StoreError> {
+    let Some(me) = member(db, board, user).await? else {
+        return Ok(None);
+    };
+    let client = db.client().await?;
+    let n = radius as i64;
+    let (_, (above, below)) = db
+        .bounded(client, async |c| {
+            let above = c.prepare_cached(sql::READ_ABOVE).await?;
+            let below = c.prepare_cached(sql::READ_BELOW).await?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&board.as_str(), &me.score, &user.as_str(), &n];
+            let (a, b) = tokio::try_join!(c.query(&above, &params), c.query(&below, &params))?;
+            Ok((a, b))
+        })
+        .await?;
+    let mut entries = Vec::with_capacity(above.len() + below.len() + 1);
+    for (i, r) in above.iter().enumerate().rev() {
+        entries.push(RankedEntry {
+            rank: me.rank - i as u64 - 1,
+            user_id: r.try_get(0)?,
+            score: r.try_get(1)?,
+        });
+    }
+    entries.push(RankedEntry {
+        rank: me.rank,
+        user_id: user.as_str().to_owned(),
+        score: me.score,
+    });
+    for (i, r) in below.iter().enumerate() {
+        entries.push(RankedEntry {
+            rank: me.rank + i as u64 + 1,
+            user_id: r.try_get(0)?,
+            score: r.try_get(1)?,
+        });
+    }
+    Ok(Some(entries))
+}
+
+/// How far behind the projection is (see `freshness.sql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Lag {
+    /// Outbox rows committed and not yet projected.
+    pub pending: i64,
+    /// Every committed outbox row with an id up to this one is projected (parked rows count as
+    /// not projected). A command still in flight may hold a lower id: it is not committed, so
+    /// no reader can have seen it, but the value can then move back when it commits.
+    pub projected_through: i64,
+    /// Age of the oldest pending row; 0 when none.
+    pub lag_ms: i64,
+}
+
+pub async fn lag(db: &Database) -> Result<Lag, StoreError> {
+    let client = db.client().await?;
+    let (_, row) = db
+        .bounded(client, async |c| {
+            let stmt = c.prepare_cached(sql::FRESHNESS).await?;
+            c.query_one(&stmt, &[]).await
+        })
+        .await?;
+    let pending: i64 = row.try_get("pending")?;
+    let lowest: Option<i64> = row.try_get("lowest_unpublished")?;
+    let last_id: i64 = row.try_get("last_id")?;
+    Ok(Lag {
+        pending,
+        projected_through: lowest.map_or(last_id, |id| id - 1),
+        lag_ms: row.try_get::<_, Option<i64>>("lag_ms")?.unwrap_or(0).max(0),
+    })
+}
