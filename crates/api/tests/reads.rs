@@ -389,3 +389,102 @@ async fn bad_read_parameters_get_clear_errors() {
     let (_, top) = get(&app, "/v1/boards/empty/top").await;
     assert_eq!(top["entries"], serde_json::json!([]));
 }
+
+/// The acceptance scenario, with a real projector: stopped while commands keep
+/// arriving, bounded reads move to the database once the lag passes the limit, and back to
+/// the projection once a projector has caught up; the freshness fields say so throughout.
+#[tokio::test]
+async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
+    use ledgerboard_projector::Projector;
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    let env = TestEnv::new(|s| {
+        s.api.max_lag_ms = 500;
+        s.api.freshness_cache_ms = 0;
+        s.projector.poll_interval_ms = 20;
+    })
+    .await;
+    let app = app_with(&env.settings);
+    let post = async |user: &str, delta: i64| {
+        let body = serde_json::json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": user, "delta": delta});
+        let response = app
+            .clone()
+            .oneshot(
+                Request::post("/v1/boards/live/scores")
+                    .header("content-type", "application/json")
+                    .body(Body::from(body.to_string()))
+                    .expect("request"),
+            )
+            .await
+            .expect("answer");
+        assert_eq!(response.status(), StatusCode::CREATED);
+    };
+    let start = |env: &TestEnv| {
+        let cancel = CancellationToken::new();
+        let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+        (cancel.clone(), tokio::spawn(projector.run(cancel)))
+    };
+
+    let (stop, running) = start(&env);
+    post("alice", 10).await;
+    assert!(env.wait_drained(Duration::from_secs(10)).await);
+    let (_, page) = get(&app, "/v1/boards/live/top").await;
+    assert_eq!(
+        (
+            page["freshness"]["source"].as_str(),
+            page["entries"][0]["score"].as_i64()
+        ),
+        (Some("projection"), Some(10))
+    );
+
+    stop.cancel();
+    running.await.expect("projector stops");
+    post("bob", 25).await;
+    // Within the limit the projection still answers, and says what it lacks.
+    let (_, page) = get(&app, "/v1/boards/live/top").await;
+    assert_eq!(
+        (
+            page["freshness"]["source"].as_str(),
+            page["freshness"]["pending"].as_i64()
+        ),
+        (Some("projection"), Some(1))
+    );
+    assert_eq!(
+        page["entries"].as_array().map(Vec::len),
+        Some(1),
+        "bob is not projected yet"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    post("carol", 5).await;
+    let (_, page) = get(&app, "/v1/boards/live/top").await;
+    assert_eq!(
+        (
+            page["freshness"]["source"].as_str(),
+            page["freshness"]["pending"].as_i64()
+        ),
+        (Some("database"), Some(2)),
+        "{page}"
+    );
+    assert!(
+        page["freshness"]["lag_ms"]
+            .as_i64()
+            .is_some_and(|l| l > 500)
+    );
+    assert_eq!(page["entries"][0]["user_id"], "bob");
+
+    let (stop, running) = start(&env);
+    assert!(env.wait_drained(Duration::from_secs(10)).await);
+    let (_, page) = get(&app, "/v1/boards/live/top").await;
+    assert_eq!(
+        (
+            page["freshness"]["source"].as_str(),
+            page["freshness"]["lag_ms"].as_i64()
+        ),
+        (Some("projection"), Some(0))
+    );
+    assert_eq!(page["entries"].as_array().map(Vec::len), Some(3));
+    assert_eq!(page["entries"][0]["user_id"], "bob");
+    stop.cancel();
+    running.await.expect("projector stops");
+}

@@ -3,6 +3,7 @@
 //! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
 
 mod projector;
+mod reads;
 mod reconciler;
 mod report;
 
@@ -43,11 +44,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let machine = report::Machine::read().await?;
     let projector = projector::run(args.quick, &args.out).await?;
     let reconciler = reconciler::run(args.quick).await?;
+    let reads = reads::run(args.quick).await?;
     let report = report::Report {
         quick: args.quick,
         machine,
         projector,
         reconciler,
+        reads,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

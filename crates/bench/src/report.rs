@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::projector::ProjectorFigures;
+use crate::reads::ReadFigures;
 use crate::reconciler::ReconcilerFigures;
 
 #[derive(Debug, Serialize)]
@@ -49,6 +50,7 @@ pub struct Report {
     pub machine: Machine,
     pub projector: ProjectorFigures,
     pub reconciler: ReconcilerFigures,
+    pub reads: Vec<ReadFigures>,
 }
 
 impl Report {
@@ -76,6 +78,12 @@ impl Report {
             "| full rebuild, {} users | {:.0} rows/s ({:.1} s) | {:.0} rows/s | {:.2} | rebuild ≤ 15 s at 1M users |\n",
             r.users, r.rebuild.rows_per_s, r.rebuild.seconds, r.limit_rows_per_s, r.rebuild.rows_per_s / r.limit_rows_per_s
         ));
+        for r in &self.reads {
+            out.push_str(&format!(
+                "| top-100 reads through the API, {} clients (p50 {:.2} ms, p99 {:.2} ms) | {:.0} /s | {:.0} /s (redis-benchmark ZREVRANGE 0 99 WITHSCORES) | {:.2} | ≥ 0.5 |\n",
+                r.clients, r.p50_ms, r.p99_ms, r.per_s, r.redis_benchmark_per_s, r.per_s / r.redis_benchmark_per_s
+            ));
+        }
         out.push_str("\n## Details\n\n");
         out.push_str(&format!(
             "Backlog: {} rows, {} users, batch {}.\n\n",
