@@ -14,11 +14,13 @@ up:
 down:
     deploy/local/down.sh
 
-# Format check, clippy with warnings denied, the quick benchmark (so the harness cannot rot),
-# and every test against the real servers.
+# Format check, clippy with warnings denied, the alert rules and their unit tests (promtool),
+# the quick benchmark (so the harness cannot rot), and every test against the real servers.
 test:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
+    promtool check rules deploy/observability/alerts.yaml
+    promtool test rules deploy/observability/alerts.test.yaml
     cargo build -q -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
     target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     cargo test --workspace

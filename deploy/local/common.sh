@@ -7,6 +7,8 @@ LOG="$STATE/log"
 export LEDGERBOARD__DATABASE__URL=${LEDGERBOARD__DATABASE__URL:-postgres://postgres@127.0.0.1:5432/ledgerboard}
 export LEDGERBOARD__REDIS__URL=${LEDGERBOARD__REDIS__URL:-redis://127.0.0.1:6379}
 export LEDGERBOARD__API__LISTEN=${LEDGERBOARD__API__LISTEN:-127.0.0.1:8080}
+# A pass every 10 s locally (300 s is the default), so a planted drift shows up quickly.
+export LEDGERBOARD__RECONCILER__INTERVAL_MS=${LEDGERBOARD__RECONCILER__INTERVAL_MS:-10000}
 PROFILE=${LEDGERBOARD_PROFILE:-debug}
 # Projector replicas `just up` starts (they share the outbox through SKIP LOCKED).
 PROJECTORS=${LEDGERBOARD_PROJECTORS:-2}

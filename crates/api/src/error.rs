@@ -106,6 +106,13 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The status code this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        self.parts().0
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match &self {

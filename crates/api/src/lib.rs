@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod freshness;
+mod observe;
 pub mod openapi;
 mod routes;
 pub mod state;
@@ -47,6 +48,8 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             bounded_request(req, next, request_timeout)
         }))
+        // Outermost, so that the latency includes a request the bound ended.
+        .layer(middleware::from_fn(observe::observe))
         .with_state(state)
 }
 

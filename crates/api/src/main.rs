@@ -6,6 +6,9 @@ use anyhow::Context;
 use clap::Parser;
 use ledgerboard_api::{AppState, router, serve};
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::telemetry::admin::Health;
+use ledgerboard_core::telemetry::metrics::metrics;
+use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 
 const NAME: &str = "ledgerboard-api";
@@ -26,9 +29,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let settings = daemon::load_settings(args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
     let addr = settings.api.listen_addr()?;
     let cancel = shutdown::on_signal();
+    metrics().init_api_series();
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
@@ -37,12 +41,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {addr} (api.listen)"))?;
     tracing::info!(addr = %listener.local_addr()?, "{NAME} started");
+    let sampler = outbox_gauges::spawn(
+        db.clone(),
+        settings.telemetry.outbox_sample_interval(),
+        cancel.clone(),
+    );
+    // Readiness does not need Redis: commands never touch it and reads fall back.
+    let health = Health::new(telemetry.registry(), db.clone(), cache.clone()).redis_optional();
     let app = router(
         AppState::new(db.clone(), cache, &settings.api),
         &settings.api,
-    );
+    )
+    .merge(health.routes());
     serve(listener, app, cancel, settings.shutdown.grace()).await?;
+    sampler.abort();
     db.close();
+    telemetry.shutdown().await;
     tracing::info!("ledgerboard-api stopped");
     Ok(())
 }

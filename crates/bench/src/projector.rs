@@ -177,11 +177,10 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
 fn pgbench_script() -> String {
     let claim = sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string());
     let claim = strip_comments(&claim);
-    let ids = strip_comments(&sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string())).replacen(
-        "SELECT id, event_id, board_id, user_id, absolute_score, score_version, attempts",
-        "SELECT id",
-        1,
-    );
+    // The same claim, returning only the ids: its select list is replaced, whatever it is.
+    let select = claim.find("SELECT ").expect("the claim is a SELECT");
+    let from = select + claim[select..].find("FROM ").expect("the claim has a FROM");
+    let ids = format!("{}SELECT id {}", &claim[..select], &claim[from..]);
     // Transactional mode: no lease owner ($2 is NULL).
     let publish = strip_comments(sql::OUTBOX_PUBLISH)
         .replace("$1::bigint[]", &format!("ARRAY({ids})"))
@@ -359,7 +358,7 @@ async fn latency(
                 user_id: UserId::parse(&user)?,
                 delta: Delta::new((i % 100) as i64 + 1)?,
             };
-            let outcome = apply_score_command(&db, &command).await?;
+            let outcome = apply_score_command(&db, &command, None).await?;
             // Every 5th command is sampled, to keep the watcher's reads light.
             if i % 5 == 0 {
                 waiting

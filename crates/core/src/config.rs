@@ -42,6 +42,7 @@ pub struct Settings {
     pub reconciler: ReconcilerSettings,
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
+    pub telemetry: TelemetrySettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,6 +179,8 @@ pub struct ProjectorSettings {
     pub unsafe_redis: UnsafeRedisAction,
     /// Fraction of `maxmemory` above which Redis counts as close to its limit.
     pub redis_memory_warn_ratio: f64,
+    /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
+    pub admin_listen: String,
 }
 
 impl Default for ProjectorSettings {
@@ -200,6 +203,7 @@ impl Default for ProjectorSettings {
             redis_check_interval_ms: 60_000,
             unsafe_redis: UnsafeRedisAction::Warn,
             redis_memory_warn_ratio: 0.9,
+            admin_listen: "127.0.0.1:9101".into(),
         }
     }
 }
@@ -223,6 +227,11 @@ impl ProjectorSettings {
     pub fn redis_check_interval(&self) -> Duration {
         Duration::from_millis(self.redis_check_interval_ms)
     }
+    pub fn admin_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.admin_listen
+            .parse()
+            .map_err(|e| invalid("projector.admin_listen", e))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,6 +250,8 @@ pub struct ReconcilerSettings {
     pub repair_ahead: bool,
     /// Remove members that have no source row.
     pub remove_orphans: bool,
+    /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
+    pub admin_listen: String,
 }
 
 impl Default for ReconcilerSettings {
@@ -252,6 +263,7 @@ impl Default for ReconcilerSettings {
             lock_renew_ms: 10_000,
             repair_ahead: false,
             remove_orphans: true,
+            admin_listen: "127.0.0.1:9102".into(),
         }
     }
 }
@@ -265,6 +277,11 @@ impl ReconcilerSettings {
     }
     pub fn lock_renew(&self) -> Duration {
         Duration::from_millis(self.lock_renew_ms)
+    }
+    pub fn admin_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.admin_listen
+            .parse()
+            .map_err(|e| invalid("reconciler.admin_listen", e))
     }
 }
 
@@ -295,6 +312,48 @@ pub struct LogSettings {
     pub format: LogFormat,
     /// A tracing filter, e.g. `info` or `info,ledgerboard_core=debug`.
     pub filter: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// OTLP/gRPC collector, e.g. `http://otel-collector:4317` (no TLS). Empty: traces and
+    /// metrics are not exported (metrics stay scrapeable at `/metrics`).
+    pub otlp_endpoint: String,
+    /// Bound on one export call to the collector.
+    pub otlp_timeout_ms: u64,
+    /// How often metrics are pushed to the collector.
+    pub metrics_export_interval_ms: u64,
+    /// Fraction of new traces kept (a request that arrives with a sampled `traceparent` is
+    /// always kept).
+    pub trace_sample_ratio: f64,
+    /// How often each daemon reads the outbox's pending count, oldest pending age and parked
+    /// count for its gauges.
+    pub outbox_sample_interval_ms: u64,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: String::new(),
+            otlp_timeout_ms: 5_000,
+            metrics_export_interval_ms: 15_000,
+            trace_sample_ratio: 1.0,
+            outbox_sample_interval_ms: 5_000,
+        }
+    }
+}
+
+impl TelemetrySettings {
+    pub fn otlp_timeout(&self) -> Duration {
+        Duration::from_millis(self.otlp_timeout_ms)
+    }
+    pub fn metrics_export_interval(&self) -> Duration {
+        Duration::from_millis(self.metrics_export_interval_ms)
+    }
+    pub fn outbox_sample_interval(&self) -> Duration {
+        Duration::from_millis(self.outbox_sample_interval_ms)
+    }
 }
 
 impl Default for LogSettings {
@@ -470,8 +529,46 @@ impl Settings {
             10,
             r.lock_ttl_ms / 2,
         )?;
+        self.projector.admin_addr()?;
+        self.reconciler.admin_addr()?;
         tracing_subscriber::EnvFilter::try_new(&self.log.filter)
             .map_err(|e| invalid("log.filter", e))?;
+        self.validate_telemetry()
+    }
+
+    fn validate_telemetry(&self) -> Result<(), ConfigError> {
+        let t = &self.telemetry;
+        if !t.otlp_endpoint.is_empty() {
+            // This build has no TLS (as for PostgreSQL and Redis): https:// would only fail
+            // when the exporter is built, so it is refused here with the setting's name.
+            let ok = url::Url::parse(&t.otlp_endpoint)
+                .is_ok_and(|u| u.scheme() == "http" && u.host().is_some());
+            if !ok {
+                return Err(invalid(
+                    "telemetry.otlp_endpoint",
+                    "not an http:// URL (https:// is not supported by this build; empty exports nothing)",
+                ));
+            }
+        }
+        in_range("telemetry.otlp_timeout_ms", t.otlp_timeout_ms, 100, 60_000)?;
+        in_range(
+            "telemetry.metrics_export_interval_ms",
+            t.metrics_export_interval_ms,
+            100,
+            3_600_000,
+        )?;
+        if !(0.0..=1.0).contains(&t.trace_sample_ratio) {
+            return Err(invalid(
+                "telemetry.trace_sample_ratio",
+                format!("{} is outside 0.0..=1.0", t.trace_sample_ratio),
+            ));
+        }
+        in_range(
+            "telemetry.outbox_sample_interval_ms",
+            t.outbox_sample_interval_ms,
+            100,
+            3_600_000,
+        )?;
         Ok(())
     }
 }
@@ -585,9 +682,11 @@ impl Settings {
                 ),
             ));
         }
+        // One connection per worker, one for retention, one for the outbox gauges and the
+        // readiness probe: a worker never waits for a connection behind them.
         in_range(
             "projector.workers",
-            p.workers as u64 + 1,
+            p.workers as u64 + 2,
             1,
             self.database.pool_max_size as u64,
         )
@@ -595,9 +694,9 @@ impl Settings {
             invalid(
                 "projector.workers",
                 format!(
-                    "{} workers (+1 for retention) need database.pool_max_size >= {}",
+                    "{} workers (+1 for retention, +1 for telemetry and probes) need database.pool_max_size >= {}",
                     p.workers,
-                    p.workers + 1
+                    p.workers + 2
                 ),
             )
         })?;
@@ -727,6 +826,43 @@ mod tests {
         assert_eq!(s.log.format, LogFormat::Json);
         assert_eq!(s.database.url, DatabaseSettings::default().url);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn telemetry_settings_are_checked() {
+        let load = |pairs: &[(&str, &str)]| Settings::load_from(None, env(pairs));
+        let ok = load(&[
+            (
+                "LEDGERBOARD__TELEMETRY__OTLP_ENDPOINT",
+                "http://collector:4317",
+            ),
+            ("LEDGERBOARD__PROJECTOR__ADMIN_LISTEN", "0.0.0.0:0"),
+        ])
+        .expect("valid");
+        assert_eq!(ok.telemetry.otlp_endpoint, "http://collector:4317");
+        for (name, value, setting) in [
+            (
+                "OTLP_ENDPOINT",
+                "https://collector:4317",
+                "telemetry.otlp_endpoint",
+            ),
+            ("OTLP_ENDPOINT", "collector:4317", "telemetry.otlp_endpoint"),
+            ("TRACE_SAMPLE_RATIO", "1.5", "telemetry.trace_sample_ratio"),
+            ("OTLP_TIMEOUT_MS", "0", "telemetry.otlp_timeout_ms"),
+            (
+                "OUTBOX_SAMPLE_INTERVAL_MS",
+                "10",
+                "telemetry.outbox_sample_interval_ms",
+            ),
+        ] {
+            let var = format!("LEDGERBOARD__TELEMETRY__{name}");
+            let err = load(&[(var.as_str(), value)]).expect_err(value).to_string();
+            assert!(err.contains(setting), "{value}: {err}");
+        }
+        let err = load(&[("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "localhost:9102")])
+            .expect_err("a host name")
+            .to_string();
+        assert!(err.contains("reconciler.admin_listen"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::db::{Database, StoreError, check_schema, wait_until_reachable};
+use crate::telemetry::Telemetry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -15,6 +16,8 @@ pub enum StartupError {
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
 }
 
 /// Flags every daemon takes.
@@ -39,7 +42,18 @@ pub fn exit(name: &str, result: Result<(), String>) -> ExitCode {
     }
 }
 
-/// Loads the settings (file, then environment) and installs logging.
+/// A daemon's first step: loads the settings (file, then environment) and installs logs,
+/// traces and metrics. Call it inside the Tokio runtime.
+pub fn start(
+    service: &'static str,
+    config_file: Option<&Path>,
+) -> Result<(Settings, Telemetry), StartupError> {
+    let settings = Settings::load(config_file)?;
+    let telemetry = crate::telemetry::init(service, &settings.log, &settings.telemetry)?;
+    Ok((settings, telemetry))
+}
+
+/// Loads the settings (file, then environment) and installs logging only (`lbctl`).
 pub fn load_settings(config_file: Option<&Path>) -> Result<Settings, StartupError> {
     let settings = Settings::load(config_file)?;
     crate::telemetry::init_logging(&settings.log);

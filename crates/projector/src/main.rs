@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::telemetry::admin::{self, Health};
+use ledgerboard_core::telemetry::metrics::metrics;
+use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_projector::Projector;
 
@@ -27,19 +30,33 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let settings = daemon::load_settings(args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
+    let admin_addr = settings.projector.admin_addr()?;
     let cancel = shutdown::on_signal();
+    metrics().init_projector_series();
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
     let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let health = Health::new(telemetry.registry(), db.clone(), cache.clone());
+    let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
+        .await
+        .with_context(|| format!("cannot listen on {admin_addr} (projector.admin_listen)"))?;
+    let sampler = outbox_gauges::spawn(
+        db.clone(),
+        settings.telemetry.outbox_sample_interval(),
+        cancel.clone(),
+    );
     let mode = settings.projector.mode;
     let workers = settings.projector.workers;
     let projector = Projector::new(settings, db.clone(), cache);
     projector.check_redis().await?;
     tracing::info!(?mode, workers, "{NAME} started");
     projector.run(cancel).await;
+    sampler.abort();
+    admin.abort();
     db.close();
+    telemetry.shutdown().await;
     tracing::info!("{NAME} stopped");
     Ok(())
 }

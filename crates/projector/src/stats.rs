@@ -1,4 +1,5 @@
-//! Counters of what this projector did (the telemetry issue exports them as metrics).
+//! Counters of what this projector did, for tests and the benchmark. The same events are
+//! recorded as metrics (`ledgerboard_projections_total` and others) in `worker.rs`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -6,7 +6,7 @@
 //! transaction, calls Redis with no transaction open, then publishes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{GenericClient, Object};
 use ledgerboard_core::cache::Cache;
@@ -15,8 +15,13 @@ use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::ProjectionEntry;
 use ledgerboard_core::projection::{self, Outage, RowOutcome};
+use ledgerboard_core::telemetry::metrics::{metrics, timed_db_call};
+use ledgerboard_core::telemetry::trace_context;
+use opentelemetry::KeyValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::stats::Stats;
 
@@ -28,6 +33,17 @@ pub enum BatchError {
     Store(#[from] StoreError),
     #[error("the batch took longer than {0:?}; its connection was dropped")]
     Timeout(Duration),
+}
+
+impl BatchError {
+    /// The `kind` label of `ledgerboard_projection_batch_errors_total`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BatchError::Outage(_) => "redis_outage",
+            BatchError::Store(_) => "database",
+            BatchError::Timeout(_) => "timeout",
+        }
+    }
 }
 
 impl From<tokio_postgres::Error> for BatchError {
@@ -111,10 +127,17 @@ impl Worker {
     async fn bounded_batch(&self, cancel: &CancellationToken) -> Option<Result<Tally, BatchError>> {
         let mut client = match self.db.client().await {
             Ok(c) => c,
-            Err(e) => return Some(Err(e.into())),
+            Err(e) => {
+                let e = BatchError::from(e);
+                metrics()
+                    .projection_batch_errors
+                    .add(1, &[KeyValue::new("kind", e.kind())]);
+                return Some(Err(e));
+            }
         };
         let deadline = self.settings.projector_batch_deadline();
         let grace = self.settings.shutdown.grace().min(deadline);
+        let started = Instant::now();
         let (result, connection_unusable) = {
             let batch = self.batch(&mut client);
             tokio::pin!(batch);
@@ -134,8 +157,14 @@ impl Worker {
             // makes PostgreSQL roll back and release the row locks.
             drop(Object::take(client));
         }
-        if let Some(Ok(tally)) = &result {
-            self.count(tally);
+        match &result {
+            Some(Ok(tally)) => self.count(tally, started),
+            Some(Err(e)) => {
+                metrics()
+                    .projection_batch_errors
+                    .add(1, &[KeyValue::new("kind", e.kind())]);
+            }
+            None => {}
         }
         result
     }
@@ -150,46 +179,58 @@ impl Worker {
 
     async fn transactional_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let tx = client.transaction().await?;
-        let claimed = outbox::claim(&tx, self.settings.projector.batch_size).await?;
+        let batch_size = self.settings.projector.batch_size;
+        let claimed = timed_db_call("outbox_claim", outbox::claim(&tx, batch_size)).await?;
         if claimed.is_empty() {
             tx.commit().await?;
             return Ok(Tally::default());
         }
-        let (entries, invalid) = split(claimed);
-        let outcomes = match self.apply(&entries).await {
-            Ok(outcomes) => outcomes,
-            Err(outage) => {
-                let _ = tx.rollback().await;
-                return Err(outage.into());
-            }
-        };
-        let tally = self.record(&tx, &entries, outcomes, invalid, None).await?;
-        tx.commit().await?;
-        Ok(tally)
+        let span = batch_span(&claimed);
+        async {
+            let (entries, invalid) = split(claimed);
+            let outcomes = match self.apply(&entries).await {
+                Ok(outcomes) => outcomes,
+                Err(outage) => {
+                    let _ = tx.rollback().await;
+                    return Err(outage.into());
+                }
+            };
+            let tally = self.record(&tx, &entries, outcomes, invalid, None).await?;
+            timed_db_call("commit", tx.commit()).await?;
+            Ok(tally)
+        }
+        .instrument(span)
+        .await
     }
 
     async fn leased_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let p = &self.settings.projector;
-        let claimed = outbox::claim_leased(&*client, p.batch_size, &self.owner, p.lease()).await?;
+        let claim = outbox::claim_leased(&*client, p.batch_size, &self.owner, p.lease());
+        let claimed = timed_db_call("outbox_lease", claim).await?;
         if claimed.is_empty() {
             return Ok(Tally::default());
         }
-        let ids: Vec<i64> = claimed.iter().map(|c| c.id).collect();
-        let (entries, invalid) = split(claimed);
-        let outcomes = match self.apply(&entries).await {
-            Ok(outcomes) => outcomes,
-            Err(outage) => {
-                // Give the rows back now rather than when the lease runs out.
-                let _ = outbox::release(&*client, &ids, &self.owner).await;
-                return Err(outage.into());
-            }
-        };
-        let tx = client.transaction().await?;
-        let tally = self
-            .record(&tx, &entries, outcomes, invalid, Some(&self.owner))
-            .await?;
-        tx.commit().await?;
-        Ok(tally)
+        let span = batch_span(&claimed);
+        async {
+            let ids: Vec<i64> = claimed.iter().map(|c| c.id).collect();
+            let (entries, invalid) = split(claimed);
+            let outcomes = match self.apply(&entries).await {
+                Ok(outcomes) => outcomes,
+                Err(outage) => {
+                    // Give the rows back now rather than when the lease runs out.
+                    let _ = outbox::release(&*client, &ids, &self.owner).await;
+                    return Err(outage.into());
+                }
+            };
+            let tx = client.transaction().await?;
+            let tally = self
+                .record(&tx, &entries, outcomes, invalid, Some(&self.owner))
+                .await?;
+            timed_db_call("commit", tx.commit()).await?;
+            Ok(tally)
+        }
+        .instrument(span)
+        .await
     }
 
     async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Vec<RowOutcome>, Outage> {
@@ -229,7 +270,7 @@ impl Worker {
             }
             published.push(entry.outbox_id);
         }
-        outbox::publish(client, &published, owner).await?;
+        timed_db_call("outbox_publish", outbox::publish(client, &published, owner)).await?;
         let p = &self.settings.projector;
         let policy = RetryPolicy {
             base_ms: p.retry_base_ms,
@@ -237,7 +278,10 @@ impl Worker {
             max_attempts: p.max_attempts,
         };
         tally.failed = failures.len() as u64;
-        tally.parked = outbox::fail(client, &failures, policy, owner).await?;
+        if !failures.is_empty() {
+            let fail = outbox::fail(client, &failures, policy, owner);
+            tally.parked = timed_db_call("outbox_fail", fail).await?;
+        }
         if let Some((id, error)) = failures.first() {
             tracing::warn!(
                 failed = failures.len(),
@@ -250,7 +294,26 @@ impl Worker {
         Ok(tally)
     }
 
-    fn count(&self, tally: &Tally) {
+    fn count(&self, tally: &Tally, started: Instant) {
+        if tally.claimed > 0 {
+            let m = metrics();
+            m.projection_batch_rows.record(tally.claimed as u64, &[]);
+            m.projection_batch_duration
+                .record(started.elapsed().as_secs_f64(), &[]);
+            for (result, n) in [
+                ("applied", tally.applied),
+                ("duplicate", tally.duplicate),
+                ("stale", tally.stale),
+                ("failed", tally.failed),
+            ] {
+                if n > 0 {
+                    m.projections.add(n, &[KeyValue::new("result", result)]);
+                }
+            }
+            if tally.parked > 0 {
+                m.projection_parked.add(tally.parked, &[]);
+            }
+        }
         let s = &self.stats;
         Stats::add(&s.batches, u64::from(tally.claimed > 0));
         Stats::add(&s.applied, tally.applied);
@@ -259,6 +322,27 @@ impl Worker {
         Stats::add(&s.failed, tally.failed);
         Stats::add(&s.parked, tally.parked);
     }
+}
+
+/// Most requests one batch span links to (the SDK's default limit on links per span).
+const MAX_LINKS: usize = 128;
+
+/// The span of one claimed batch, linked to the requests that produced its rows (their trace
+/// context travelled in the outbox), so a trace viewer leads from a command to its projection.
+fn batch_span(claimed: &[Claimed]) -> tracing::Span {
+    let span = tracing::info_span!("project batch", rows = claimed.len());
+    for sc in claimed
+        .iter()
+        .filter_map(|c| {
+            c.traceparent
+                .as_deref()
+                .and_then(trace_context::parse_traceparent)
+        })
+        .take(MAX_LINKS)
+    {
+        span.add_link(sc);
+    }
+    span
 }
 
 /// Rows that can be projected, and failures for those whose ids do not validate.

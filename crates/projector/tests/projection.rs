@@ -350,7 +350,7 @@ async fn a_commit_wakes_an_idle_projector() {
         user_id: UserId::parse("player").expect("user"),
         delta: ledgerboard_core::domain::Delta::new(42).expect("delta"),
     };
-    ledgerboard_core::db::apply_score_command(&db, &command)
+    ledgerboard_core::db::apply_score_command(&db, &command, None)
         .await
         .expect("command");
     assert!(

@@ -9,10 +9,12 @@ pub mod rebuild;
 pub mod report;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
+use ledgerboard_core::telemetry::metrics::metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::pass::{PassOptions, run_pass};
@@ -30,6 +32,7 @@ pub struct Reconciler {
     settings: Arc<Settings>,
     db: Database,
     cache: Cache,
+    lock_held: Arc<AtomicBool>,
 }
 
 impl Reconciler {
@@ -38,7 +41,18 @@ impl Reconciler {
             settings: Arc::new(settings),
             db,
             cache,
+            lock_held: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// True while this replica holds the lock (for `/readyz`).
+    pub fn lock_held(&self) -> Arc<AtomicBool> {
+        self.lock_held.clone()
+    }
+
+    fn set_lock_held(&self, held: bool) {
+        self.lock_held.store(held, Ordering::Relaxed);
+        metrics().reconciler_lock_held.record(i64::from(held), &[]);
     }
 
     /// One pass under the lock; `Busy` when another replica holds it.
@@ -47,8 +61,11 @@ impl Reconciler {
         let held = lock::try_acquire(&self.cache, r.lock_ttl(), r.lock_renew())
             .await?
             .ok_or(ReconcilerError::Busy)?;
+        self.set_lock_held(true);
         let report = run_pass(&self.db, &self.cache, Some(&held), options).await;
         held.release().await;
+        self.set_lock_held(false);
+        report.record_metrics();
         Ok(report)
     }
 

@@ -7,6 +7,9 @@ use anyhow::Context;
 use clap::Parser;
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::telemetry::admin::{self, Health};
+use ledgerboard_core::telemetry::metrics::metrics;
+use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
@@ -42,7 +45,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let settings = daemon::load_settings(args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
+    let admin_addr = settings.reconciler.admin_addr()?;
     let board = args
         .board
         .as_deref()
@@ -60,7 +64,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     options.board = board;
     options.repair_ahead |= args.repair_ahead;
     let interval = settings.reconciler.interval();
-    let reconciler = Reconciler::new(settings, db.clone(), cache);
+    let sample_interval = settings.telemetry.outbox_sample_interval();
+    let reconciler = Reconciler::new(settings, db.clone(), cache.clone());
     if args.once {
         let report = tokio::select! {
             report = reconciler.run_once(&options) => report?,
@@ -69,14 +74,25 @@ async fn run(args: Args) -> anyhow::Result<()> {
         report.log();
         println!("{}", serde_json::to_string_pretty(&report)?);
         db.close();
+        telemetry.shutdown().await;
         return match report.aborted {
             None => Ok(()),
             Some(reason) => Err(anyhow::anyhow!("the pass did not complete: {reason}")),
         };
     }
+    metrics().init_reconciler_series();
+    let health =
+        Health::new(telemetry.registry(), db.clone(), cache).with_lock(reconciler.lock_held());
+    let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
+        .await
+        .with_context(|| format!("cannot listen on {admin_addr} (reconciler.admin_listen)"))?;
+    let sampler = outbox_gauges::spawn(db.clone(), sample_interval, cancel.clone());
     tracing::info!(?interval, "{NAME} started");
     reconciler.run(cancel).await;
+    sampler.abort();
+    admin.abort();
     db.close();
+    telemetry.shutdown().await;
     tracing::info!("{NAME} stopped");
     Ok(())
 }

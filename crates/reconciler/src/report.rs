@@ -1,6 +1,8 @@
 //! What a pass found and did, per board and in total.
 
 use ledgerboard_core::domain::Classification;
+use ledgerboard_core::telemetry::metrics::metrics;
+use opentelemetry::KeyValue;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -109,6 +111,47 @@ impl PassReport {
         } else {
             0.0
         };
+    }
+
+    /// Adds the pass to the reconciler's metrics. The per-class gauges describe the last
+    /// completed pass only: an aborted pass saw part of the boards.
+    pub fn record_metrics(&self) {
+        let m = metrics();
+        let t = &self.totals;
+        let classes = [
+            ("missing", t.missing),
+            ("stale", t.stale),
+            ("ahead", t.ahead),
+            ("corrupt", t.corrupt),
+            ("orphan", t.orphan),
+        ];
+        m.reconcile_rows_checked.add(t.checked, &[]);
+        for (class, n) in classes {
+            m.reconcile_drift.add(n, &[KeyValue::new("class", class)]);
+            if self.completed {
+                m.reconcile_last_pass_drift
+                    .record(n as i64, &[KeyValue::new("class", class)]);
+            }
+        }
+        m.reconcile_repairs
+            .add(t.repaired, &[KeyValue::new("action", "repaired")]);
+        m.reconcile_repairs
+            .add(t.removed, &[KeyValue::new("action", "removed")]);
+        let outcome = if self.completed {
+            "completed"
+        } else {
+            "aborted"
+        };
+        m.reconcile_passes
+            .add(1, &[KeyValue::new("outcome", outcome)]);
+        m.reconcile_pass_duration
+            .record(self.duration_ms as f64 / 1e3, &[]);
+        if self.completed {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            m.reconcile_last_success.record(now, &[]);
+        }
     }
 
     /// One log line for the pass (the JSON report carries the per-board detail).

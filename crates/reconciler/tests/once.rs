@@ -107,6 +107,7 @@ async fn the_daemon_reconciles_on_its_schedule_and_stops_cleanly() {
     envs.extend([
         ("LEDGERBOARD__RECONCILER__INTERVAL_MS", "200"),
         ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "1000"),
+        ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "127.0.0.1:0"),
     ]);
     let mut daemon = Process::start(BINARY, &[], &envs);
     assert!(

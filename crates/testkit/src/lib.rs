@@ -8,8 +8,10 @@
 //! `redis://127.0.0.1:6379`).
 
 mod env;
+mod scrape;
 
 pub use env::TestEnv;
+pub use scrape::Scrape;
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
@@ -326,7 +328,35 @@ pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
             "5000".into(),
         ),
         ("LEDGERBOARD__SHUTDOWN__GRACE_MS".into(), "2000".into()),
+        // Tests run in parallel: admin servers take any free port unless a test names one.
+        (
+            "LEDGERBOARD__PROJECTOR__ADMIN_LISTEN".into(),
+            "127.0.0.1:0".into(),
+        ),
+        (
+            "LEDGERBOARD__RECONCILER__ADMIN_LISTEN".into(),
+            "127.0.0.1:0".into(),
+        ),
     ]
+}
+
+/// The path of a daemon binary of this workspace, built next to the test executables
+/// (`cargo test --workspace` builds every package's binaries first). For a test that runs
+/// daemons of several packages, where `CARGO_BIN_EXE_*` names only its own package's.
+pub fn workspace_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace` (or `cargo test --workspace`) first",
+        path.display()
+    );
+    path
 }
 
 /// Checks the start-up contract every daemon keeps: against an unmigrated database it refuses
@@ -397,14 +427,29 @@ pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str
 /// One HTTP/1.1 request over a fresh connection (`Connection: close`), bounded by 10 s:
 /// enough of a client to drive a daemon's real socket from a test.
 pub fn http_request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_request_with_headers(addr, method, path, &[], body)
+}
+
+/// [`http_request`] with extra request headers.
+pub fn http_request_with_headers(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to the daemon");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("read timeout");
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         {extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).expect("send request");

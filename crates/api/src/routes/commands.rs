@@ -8,6 +8,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::db::apply_score_command;
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::telemetry::metrics::metrics;
+use ledgerboard_core::telemetry::trace_context;
+use opentelemetry::KeyValue;
 use serde::Deserialize;
 
 use super::path_error;
@@ -52,16 +55,33 @@ pub async fn post_score(
     board: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Path(board) = board.map_err(path_error)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge
-        } else {
-            ApiError::MalformedBody(rejection.body_text())
-        }
-    })?;
-    let command = parse_command(&board, &body)?;
-    let outcome = apply_score_command(&state.db, &command).await?;
+    // Everything that can refuse the command runs inside, so every answer is counted.
+    let result = async {
+        let Path(board) = board.map_err(path_error)?;
+        let body = body.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge
+            } else {
+                ApiError::MalformedBody(rejection.body_text())
+            }
+        })?;
+        let command = parse_command(&board, &body)?;
+        // The request's trace context travels in the outbox row, so the projection's span can
+        // link back to this request.
+        let traceparent = trace_context::current_traceparent();
+        Ok::<_, ApiError>(apply_score_command(&state.db, &command, traceparent.as_deref()).await?)
+    }
+    .await;
+    let outcome = match &result {
+        Ok(o) if o.duplicate => "duplicate",
+        Ok(_) => "created",
+        Err(e) if e.status().is_client_error() => "refused",
+        Err(_) => "failed",
+    };
+    metrics()
+        .commands
+        .add(1, &[KeyValue::new("outcome", outcome)]);
+    let outcome = result?;
     let status = if outcome.duplicate {
         StatusCode::OK
     } else {

@@ -15,6 +15,8 @@ use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
 use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 use ledgerboard_core::projection_read;
+use ledgerboard_core::telemetry::metrics::metrics;
+use opentelemetry::KeyValue;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
@@ -113,25 +115,29 @@ async fn read<T>(
     accept: impl FnOnce(&T) -> bool,
 ) -> Result<(T, Freshness), ApiError> {
     let lag = state.freshness.get(&state.db).await;
-    let database = async |lag| {
+    let database = async |lag, reason: &'static str| {
+        metrics()
+            .read_fallbacks
+            .add(1, &[KeyValue::new("reason", reason)]);
         let value = from_database().await.map_err(ApiError::from)?;
         Ok((value, Freshness::new(Source::Database, lag)))
     };
-    let projection_allowed = match consistency {
-        Consistency::Strong => false,
-        Consistency::Eventual => true,
-        Consistency::Bounded => lag.is_none_or(|l| l.lag_ms <= state.settings.max_lag_ms as i64),
-    };
-    if !projection_allowed {
-        return database(lag).await;
+    match consistency {
+        Consistency::Strong => return database(lag, "strong").await,
+        Consistency::Eventual => {}
+        Consistency::Bounded => {
+            if lag.is_some_and(|l| l.lag_ms > state.settings.max_lag_ms as i64) {
+                return database(lag, "lag").await;
+            }
+        }
     }
     match from_projection().await {
         Ok(value) if accept(&value) => Ok((value, Freshness::new(Source::Projection, lag))),
         Ok(_) if consistency == Consistency::Eventual => Err(ApiError::Stale),
-        Ok(_) => database(lag).await,
+        Ok(_) => database(lag, "min_version").await,
         Err(e) if consistency == Consistency::Bounded && lag.is_some() => {
             tracing::warn!(error = %e, "projection unreadable; answering from the database");
-            database(lag).await
+            database(lag, "redis_error").await
         }
         Err(e) => Err(ApiError::Unavailable(e.to_string())),
     }

@@ -8,24 +8,26 @@ use crate::domain::{CommandOutcome, ScoreCommand};
 /// or a deadlock. One retry settles a race; the rest is margin.
 const MAX_ATTEMPTS: usize = 4;
 
-/// Applies a score command exactly once per event id, in one statement.
+/// Applies a score command exactly once per event id, in one statement. `traceparent` (the
+/// W3C trace context of the request) is stored in the outbox row for the projector's span.
 ///
 /// A repeat with the same board, user and delta answers with the score and version that the
 /// first application produced (`duplicate: true`); a repeat with another payload is refused.
 pub async fn apply_score_command(
     db: &Database,
     cmd: &ScoreCommand,
+    traceparent: Option<&str>,
 ) -> Result<CommandOutcome, StoreError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
         let client = db.client().await?;
         let result = db
-            .bounded(client, async |c| {
+            .bounded("score_command", client, async |c| {
                 let stmt = c
                     .prepare_typed_cached(
                         sql::SCORE_COMMAND,
-                        &[Type::UUID, Type::TEXT, Type::TEXT, Type::INT4],
+                        &[Type::UUID, Type::TEXT, Type::TEXT, Type::INT4, Type::TEXT],
                     )
                     .await?;
                 c.query_one(
@@ -35,6 +37,7 @@ pub async fn apply_score_command(
                         &cmd.board.as_str(),
                         &cmd.user_id.as_str(),
                         &cmd.delta.get(),
+                        &traceparent,
                     ],
                 )
                 .await

@@ -61,7 +61,7 @@ impl SchemaCheck {
 pub async fn check_schema(db: &super::Database) -> Result<SchemaCheck, StoreError> {
     let client = db.client().await?;
     let (_, applied) = db
-        .bounded(client, async |c| applied_version(c).await)
+        .bounded("schema_version", client, async |c| applied_version(c).await)
         .await?;
     Ok(SchemaCheck {
         applied,

@@ -18,6 +18,8 @@ pub struct Claimed {
     pub id: i64,
     pub attempts: i32,
     pub entry: Result<ProjectionEntry, String>,
+    /// The trace context of the request that produced the row, if it had one.
+    pub traceparent: Option<String>,
 }
 
 /// Capped exponential back-off and parking of rows that failed.
@@ -50,6 +52,7 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
         id,
         attempts: row.try_get("attempts")?,
         entry,
+        traceparent: row.try_get("traceparent")?,
     })
 }
 
@@ -213,7 +216,7 @@ pub struct ParkedRow {
 pub async fn list_parked(db: &Database, limit: usize) -> Result<Vec<ParkedRow>, StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
-        .bounded(client, async |c| {
+        .bounded("parked_list", client, async |c| {
             c.query(sql::PARKED_LIST, &[&(limit as i64)]).await
         })
         .await?;
@@ -243,7 +246,7 @@ pub async fn requeue_parked(
     let client = db.client().await?;
     let ids = ids.map(<[i64]>::to_vec);
     let (_, n) = db
-        .bounded(client, async |c| {
+        .bounded("parked_requeue", client, async |c| {
             c.execute(sql::PARKED_REQUEUE, &[&ids, &board]).await
         })
         .await?;

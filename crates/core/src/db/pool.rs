@@ -64,13 +64,22 @@ impl Database {
         Ok(self.pool.get().await?)
     }
 
-    /// Runs one round trip on `client` within the client-side bound. On expiry the connection
-    /// is taken out of the pool: its state (a query in flight) is unknown.
-    pub async fn bounded<T, F>(&self, client: Object, call: F) -> Result<(Object, T), StoreError>
+    /// Runs one round trip on `client` within the client-side bound, and records its latency
+    /// under `op` (the statement's name). On expiry the connection is taken out of the pool:
+    /// its state (a query in flight) is unknown.
+    pub async fn bounded<T, F>(
+        &self,
+        op: &'static str,
+        client: Object,
+        call: F,
+    ) -> Result<(Object, T), StoreError>
     where
         F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
     {
-        match tokio::time::timeout(self.round_trip_timeout, call(&client)).await {
+        let started = std::time::Instant::now();
+        let outcome = tokio::time::timeout(self.round_trip_timeout, call(&client)).await;
+        crate::telemetry::metrics::metrics().db_call(op, started);
+        match outcome {
             Ok(Ok(value)) => Ok((client, value)),
             Ok(Err(e)) => Err(e.into()),
             Err(_) => {
@@ -110,7 +119,7 @@ pub async fn wait_until_reachable(
     loop {
         let attempt = async {
             let client = db.client().await?;
-            db.bounded(client, async |c| c.simple_query("SELECT 1").await)
+            db.bounded("ping", client, async |c| c.simple_query("SELECT 1").await)
                 .await
                 .map(|_| ())
         };

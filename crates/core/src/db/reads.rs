@@ -13,7 +13,7 @@ pub async fn top(
 ) -> Result<Vec<RankedEntry>, StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
-        .bounded(client, async |c| {
+        .bounded("read_top", client, async |c| {
             let stmt = c.prepare_cached(sql::READ_TOP).await?;
             c.query(&stmt, &[&board.as_str(), &(offset as i64), &(limit as i64)])
                 .await
@@ -38,7 +38,7 @@ pub async fn member(
 ) -> Result<Option<MemberStanding>, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
-        .bounded(client, async |c| {
+        .bounded("read_user", client, async |c| {
             let stmt = c.prepare_cached(sql::READ_USER).await?;
             c.query_opt(&stmt, &[&board.as_str(), &user.as_str()]).await
         })
@@ -67,7 +67,7 @@ pub async fn around(
     let client = db.client().await?;
     let n = radius as i64;
     let (_, (above, below)) = db
-        .bounded(client, async |c| {
+        .bounded("read_around", client, async |c| {
             let above = c.prepare_cached(sql::READ_ABOVE).await?;
             let below = c.prepare_cached(sql::READ_BELOW).await?;
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
@@ -115,7 +115,7 @@ pub struct Lag {
 pub async fn lag(db: &Database) -> Result<Lag, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
-        .bounded(client, async |c| {
+        .bounded("freshness", client, async |c| {
             let stmt = c.prepare_cached(sql::FRESHNESS).await?;
             c.query_one(&stmt, &[]).await
         })

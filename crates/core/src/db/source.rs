@@ -20,7 +20,9 @@ pub struct SourceRow {
 pub async fn boards(db: &Database) -> Result<Vec<BoardId>, StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
-        .bounded(client, async |c| c.query(sql::RECONCILE_BOARDS, &[]).await)
+        .bounded("reconcile_boards", client, async |c| {
+            c.query(sql::RECONCILE_BOARDS, &[]).await
+        })
         .await?;
     let mut boards = Vec::with_capacity(rows.len());
     for row in rows {
@@ -44,7 +46,7 @@ pub async fn chunk(
 ) -> Result<Vec<SourceRow>, StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
-        .bounded(client, async |c| {
+        .bounded("reconcile_chunk", client, async |c| {
             c.query(
                 sql::RECONCILE_CHUNK,
                 &[&board.as_str(), &cursor, &(limit as i64)],
@@ -74,7 +76,7 @@ pub async fn existing(
     }
     let client = db.client().await?;
     let (_, rows) = db
-        .bounded(client, async |c| {
+        .bounded("reconcile_existing", client, async |c| {
             c.query(sql::RECONCILE_EXISTING, &[&board.as_str(), &users])
                 .await
         })

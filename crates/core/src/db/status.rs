@@ -15,7 +15,9 @@ pub struct OutboxStatus {
 pub async fn outbox_status(db: &Database) -> Result<OutboxStatus, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
-        .bounded(client, async |c| c.query_one(sql::OUTBOX_STATUS, &[]).await)
+        .bounded("outbox_status", client, async |c| {
+            c.query_one(sql::OUTBOX_STATUS, &[]).await
+        })
         .await?;
     Ok(OutboxStatus {
         pending: row.try_get("pending")?,

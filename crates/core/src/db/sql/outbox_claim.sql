@@ -2,7 +2,8 @@
 -- The predicate is the pending index's, and `ORDER BY id LIMIT` walks that index in order, so
 -- the plan never has to read or sort published rows (see the EXPLAIN test).
 -- $1 batch size.
-SELECT id, event_id, board_id, user_id, absolute_score, score_version, attempts
+SELECT id, event_id, board_id, user_id, absolute_score, score_version, attempts,
+       traceparent
 FROM leaderboard_outbox
 WHERE published_at IS NULL
   AND parked_at IS NULL

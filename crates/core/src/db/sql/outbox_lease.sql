@@ -18,4 +18,5 @@ WHERE published_at IS NULL
     ORDER BY id
     LIMIT $1
     FOR UPDATE SKIP LOCKED))
-RETURNING id, event_id, board_id, user_id, absolute_score, score_version, attempts
+RETURNING id, event_id, board_id, user_id, absolute_score, score_version, attempts,
+       traceparent

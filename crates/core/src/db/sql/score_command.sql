@@ -1,5 +1,6 @@
 -- Applies one score command in ONE statement (one round trip, one implicit transaction).
--- $1 event_id uuid, $2 board_id text, $3 user_id text, $4 delta integer.
+-- $1 event_id uuid, $2 board_id text, $3 user_id text, $4 delta integer,
+-- $5 traceparent text (the request's W3C trace context, or NULL).
 --
 -- First arrival: `prior` is empty, so the score is upserted (the row lock serializes
 -- concurrent commands for one user: no lost update), the event is recorded with the score and
@@ -30,8 +31,9 @@ event AS (
     RETURNING board_id, user_id, delta, score, version
 ),
 outbox AS (
-    INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version)
-    SELECT $1, board_id, user_id, score, version FROM event
+    INSERT INTO leaderboard_outbox
+        (event_id, board_id, user_id, absolute_score, score_version, traceparent)
+    SELECT $1, board_id, user_id, score, version, $5 FROM event
     RETURNING id
 ),
 -- Wakes the projectors (LISTEN ledgerboard_outbox); delivered at commit. Referenced below so

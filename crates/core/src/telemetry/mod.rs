@@ -1,0 +1,200 @@
+//! Logs, traces and metrics for every binary.
+//!
+//! - Logs go to stderr, so that stdout stays free for a command's own output (JSON reports,
+//!   `lbctl status`).
+//! - Traces: `tracing` spans, turned into OpenTelemetry spans and exported over OTLP when
+//!   `telemetry.otlp_endpoint` is set. Without one, spans still get trace and span ids (so a
+//!   command's trace context can travel in its outbox row), and nothing is exported.
+//! - Metrics: the instruments of [`metrics`], read by a Prometheus registry that `/metrics`
+//!   renders, and pushed over OTLP as well when an endpoint is set.
+
+pub mod admin;
+pub mod metrics;
+pub mod outbox_gauges;
+pub mod trace_context;
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::config::{LogFormat, LogSettings, TelemetrySettings};
+
+/// How long buffered spans and metrics may take to reach the collector when a daemon exits
+/// (on top of `shutdown.grace_ms`).
+pub const FLUSH_LIMIT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("telemetry: cannot set up the OTLP exporter for {endpoint}: {reason}")]
+    Otlp { endpoint: String, reason: String },
+    #[error("telemetry: cannot set up the Prometheus registry: {0}")]
+    Prometheus(String),
+}
+
+/// The installed providers. Keep it until the process ends; [`Telemetry::shutdown`] flushes
+/// what is still buffered.
+pub struct Telemetry {
+    registry: prometheus::Registry,
+    tracer_provider: SdkTracerProvider,
+    meter_provider: SdkMeterProvider,
+}
+
+impl Telemetry {
+    /// The registry `/metrics` renders.
+    pub fn registry(&self) -> prometheus::Registry {
+        self.registry.clone()
+    }
+
+    /// Flushes buffered spans and metrics to the collector, for at most [`FLUSH_LIMIT`].
+    pub async fn shutdown(self) {
+        let limit = FLUSH_LIMIT;
+        let tracer = self.tracer_provider;
+        let meter = self.meter_provider;
+        // The SDK's shutdown blocks on its export threads: keep it off the async workers.
+        let flush = tokio::task::spawn_blocking(move || {
+            let _ = tracer.shutdown();
+            let _ = meter.shutdown();
+        });
+        if tokio::time::timeout(limit, flush).await.is_err() {
+            tracing::warn!(
+                ?limit,
+                "telemetry not flushed within the bound; some spans or metrics are lost"
+            );
+        }
+    }
+}
+
+/// Installs logging, tracing and metrics for the daemon `service`. Call it first, inside the
+/// Tokio runtime (the OTLP client needs it), before any instrument is used: instruments taken
+/// before it would stay no-ops.
+pub fn init(
+    service: &'static str,
+    log: &LogSettings,
+    settings: &TelemetrySettings,
+) -> Result<Telemetry, TelemetryError> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let resource = Resource::builder()
+        .with_service_name(service)
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        // Replicas push over OTLP with nothing else to tell them apart (Prometheus adds
+        // `instance` itself when it scrapes). Kubernetes sets HOSTNAME to the pod name.
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            instance_id(),
+        ))
+        .build();
+    let endpoint = (!settings.otlp_endpoint.is_empty()).then_some(settings.otlp_endpoint.as_str());
+    let otlp_error = |reason: String| TelemetryError::Otlp {
+        endpoint: endpoint.unwrap_or_default().to_string(),
+        reason,
+    };
+
+    let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+        settings.trace_sample_ratio,
+    )));
+    let mut tracer_builder = SdkTracerProvider::builder()
+        .with_resource(resource.clone())
+        .with_sampler(sampler);
+    if let Some(endpoint) = endpoint {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .with_timeout(settings.otlp_timeout())
+            .build()
+            .map_err(|e| otlp_error(e.to_string()))?;
+        tracer_builder = tracer_builder.with_batch_exporter(exporter);
+    }
+    let tracer_provider = tracer_builder.build();
+
+    let registry = prometheus::Registry::new();
+    let prometheus_reader = opentelemetry_prometheus::exporter()
+        .with_registry(registry.clone())
+        .scope_info_enabled(false)
+        .build()
+        .map_err(|e| TelemetryError::Prometheus(e.to_string()))?;
+    let mut meter_builder = SdkMeterProvider::builder()
+        .with_resource(resource)
+        .with_reader(prometheus_reader);
+    if let Some(endpoint) = endpoint {
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .with_timeout(settings.otlp_timeout())
+            .build()
+            .map_err(|e| otlp_error(e.to_string()))?;
+        meter_builder = meter_builder.with_reader(
+            PeriodicReader::builder(exporter)
+                .with_interval(settings.metrics_export_interval())
+                .build(),
+        );
+    }
+    let meter_provider = meter_builder.build();
+    opentelemetry::global::set_meter_provider(meter_provider.clone());
+
+    let tracer = tracer_provider.tracer(service);
+    install_subscriber(
+        log,
+        Some(tracing_opentelemetry::layer().with_tracer(tracer)),
+    );
+    if let Some(endpoint) = endpoint {
+        tracing::info!(endpoint, "exporting traces and metrics over OTLP");
+    }
+    Ok(Telemetry {
+        registry,
+        tracer_provider,
+        meter_provider,
+    })
+}
+
+/// This process's name among the replicas: the host (pod) name and a random suffix.
+fn instance_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
+    format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+}
+
+/// Logging only, for `lbctl` and tools. The filter was validated with the settings; should it
+/// still fail (it cannot once validated), logging falls back to `info` rather than to nothing.
+pub fn init_logging(settings: &LogSettings) {
+    install_subscriber::<
+        tracing_opentelemetry::OpenTelemetryLayer<_, opentelemetry_sdk::trace::Tracer>,
+    >(settings, None);
+}
+
+fn install_subscriber<L>(settings: &LogSettings, otel: Option<L>)
+where
+    L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(otel).with(filter);
+    let result = match settings.format {
+        LogFormat::Human => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
+            .try_init(),
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_writer(std::io::stderr),
+            )
+            .try_init(),
+    };
+    // A second call (tests) keeps the first subscriber.
+    let _ = result;
+}

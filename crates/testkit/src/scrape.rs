@@ -1,0 +1,143 @@
+//! Reads a daemon's `/metrics` (Prometheus text format) for assertions.
+
+use std::collections::BTreeMap;
+
+type Labels = BTreeMap<String, String>;
+
+/// One scrape: every sample by metric name, each with its labels.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    samples: BTreeMap<String, Vec<(Labels, f64)>>,
+    pub text: String,
+}
+
+impl Scrape {
+    /// Fetches `http://<addr>/metrics`; panics on anything but a 200.
+    pub fn fetch(addr: &str) -> Scrape {
+        let (status, body) = crate::http_request(addr, "GET", "/metrics", "");
+        assert_eq!(status, 200, "GET {addr}/metrics: {body}");
+        Scrape::parse(&body)
+    }
+
+    /// Parses the text format's sample lines (`name{a="b",...} value`); comments are skipped.
+    pub fn parse(text: &str) -> Scrape {
+        let mut samples: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for line in text.lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let (name, labels) = match series.split_once('{') {
+                Some((name, rest)) => (name, parse_labels(rest.trim_end_matches('}'))),
+                None => (series, BTreeMap::new()),
+            };
+            samples
+                .entry(name.to_owned())
+                .or_default()
+                .push((labels, value));
+        }
+        Scrape {
+            samples,
+            text: text.to_owned(),
+        }
+    }
+
+    /// The value of the one sample of `name` whose labels include `labels`; None when there
+    /// is none. Panics when several match (the test's labels are not specific enough).
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let matching: Vec<f64> = self
+            .samples
+            .get(name)?
+            .iter()
+            .filter(|(have, _)| {
+                labels
+                    .iter()
+                    .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
+            })
+            .map(|(_, v)| *v)
+            .collect();
+        assert!(
+            matching.len() <= 1,
+            "{name} {labels:?} matches {} samples",
+            matching.len()
+        );
+        matching.first().copied()
+    }
+
+    /// The sum of every sample of `name` whose labels include `labels` (0 when none).
+    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        self.samples.get(name).map_or(0.0, |all| {
+            all.iter()
+                .filter(|(have, _)| {
+                    labels
+                        .iter()
+                        .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
+                })
+                .map(|(_, v)| *v)
+                .sum()
+        })
+    }
+
+    /// Every metric name in the scrape.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.samples.keys().map(String::as_str)
+    }
+}
+
+fn parse_labels(raw: &str) -> Labels {
+    let mut labels = BTreeMap::new();
+    let mut rest = raw;
+    while let Some((key, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(if escaped == 'n' { '\n' } else { escaped });
+                    }
+                }
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        labels.insert(key.trim_start_matches(',').trim().to_owned(), value);
+        rest = &after[end..];
+    }
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_labels_and_values() {
+        let s = Scrape::parse(
+            "# HELP x y\nledgerboard_outbox_pending 3\n\
+             ledgerboard_projections_total{result=\"applied\"} 5\n\
+             ledgerboard_projections_total{result=\"stale\"} 1\n\
+             h_bucket{route=\"/v1/{a},b\",le=\"0.5\"} 2\n",
+        );
+        assert_eq!(s.value("ledgerboard_outbox_pending", &[]), Some(3.0));
+        assert_eq!(
+            s.value("ledgerboard_projections_total", &[("result", "stale")]),
+            Some(1.0)
+        );
+        assert_eq!(s.sum("ledgerboard_projections_total", &[]), 6.0);
+        assert_eq!(
+            s.value("h_bucket", &[("route", "/v1/{a},b"), ("le", "0.5")]),
+            Some(2.0)
+        );
+        assert_eq!(s.value("absent", &[]), None);
+    }
+}
