@@ -18,6 +18,10 @@ struct Args {
     /// A short run (well under a minute) that keeps the harness working; figures are rough.
     #[arg(long)]
     quick: bool,
+    /// Run without the daemons' telemetry (no metrics recorded, no spans), to measure what it
+    /// costs by comparison with a normal run.
+    #[arg(long)]
+    without_telemetry: bool,
     /// Where the report goes.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
@@ -26,10 +30,29 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    ledgerboard_core::telemetry::init_logging(&ledgerboard_core::config::LogSettings {
-        filter: "warn".into(),
+    // The daemons' telemetry, so that the figures include its cost: every metric recorded,
+    // and the request and batch spans created (at info, as in a daemon), with the rest of
+    // the logs kept to warnings.
+    let log = ledgerboard_core::config::LogSettings {
+        filter: "warn,ledgerboard_api::observe=info,ledgerboard_projector::worker=info".into(),
         ..Default::default()
-    });
+    };
+    let _telemetry = if args.without_telemetry {
+        ledgerboard_core::telemetry::init_logging(&ledgerboard_core::config::LogSettings {
+            filter: "warn".into(),
+            ..Default::default()
+        });
+        None
+    } else {
+        let settings = ledgerboard_core::config::TelemetrySettings::default();
+        match ledgerboard_core::telemetry::init("ledgerboard-bench", &log, &settings) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("ledgerboard-bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -47,6 +70,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let reads = reads::run(args.quick).await?;
     let report = report::Report {
         quick: args.quick,
+        telemetry: !args.without_telemetry,
         machine,
         projector,
         reconciler,

@@ -47,6 +47,8 @@ fn command_output(cmd: &str, args: &[&str]) -> String {
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub quick: bool,
+    /// Whether the daemons' telemetry (metrics and spans) ran, as in production.
+    pub telemetry: bool,
     pub machine: Machine,
     pub projector: ProjectorFigures,
     pub reconciler: ReconcilerFigures,
@@ -115,6 +117,11 @@ impl Report {
             "\nMachine: {} cores, {}; {}; {}.\n",
             self.machine.cores, self.machine.cpu, self.machine.postgres, self.machine.redis
         ));
+        out.push_str(if self.telemetry {
+            "\nTelemetry: on, as in the daemons (metrics recorded, request and batch spans created, no OTLP export).\n"
+        } else {
+            "\nTelemetry: off (`--without-telemetry`): no metrics recorded, no spans.\n"
+        });
         out
     }
 }
