@@ -14,14 +14,14 @@ up:
 down:
     deploy/local/down.sh
 
-# Format check, clippy with warnings denied, the alert rules and their unit tests (promtool),
-# the quick benchmark (so the harness cannot rot), and every test against the real servers.
+# The quick benchmark only checks that the harness still runs; its figures are not for reading.
+# Format check, clippy, alert rules (promtool), quick benchmark, then every test on real servers.
 test:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
     promtool check rules deploy/observability/alerts.yaml
     promtool test rules deploy/observability/alerts.test.yaml
-    cargo build -q -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
+    cargo build -q --workspace --bins
     target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     cargo test --workspace
 
@@ -33,8 +33,18 @@ migrate:
 status:
     deploy/local/lbctl.sh status
 
-# Benchmarks against pgbench and a pipelined Redis client, in one run (`just bench --quick`
-# for a short one); the report goes to target/bench/report.md.
+# Stages: duplicate, stopped projector, hand edit in Redis, repair; own database and namespace.
+# The reference failure experiment: prints its table, report in target/experiment/.
+experiment:
+    deploy/local/lbctl.sh experiment
+
+# Faults: killed projectors, Redis flushed and crashed, sessions terminated, corrupted data.
+# Commands under faults for SECONDS, then the contract checked; report in target/chaos/.
+chaos SECONDS="180":
+    deploy/local/lbctl.sh chaos --duration-secs {{SECONDS}}
+
+# `just bench --quick` for a short run; `--without-telemetry` to measure telemetry's cost.
+# Benchmarks against pgbench and redis-benchmark in one run; report in target/bench/report.md.
 bench *ARGS:
     cargo build -q --release -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
     target/release/ledgerboard-bench {{ARGS}}

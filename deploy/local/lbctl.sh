@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# lbctl against the local stack's settings (the same URLs `just up` uses).
+# lbctl against the local stack's settings (the same URLs `just up` uses). Builds every binary
+# first: `lbctl experiment` and `lbctl chaos` run the daemons that sit next to lbctl.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
-exec cargo run -q -p ledgerboard-cli -- "$@"
+cargo build -q --workspace --bins
+exec "$ROOT/target/debug/lbctl" "$@"

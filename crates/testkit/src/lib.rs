@@ -213,88 +213,31 @@ pub fn closed_port() -> u16 {
     port
 }
 
-/// A daemon binary run as a child process, its stderr kept in a file (a pipe could fill up and
-/// stall the child).
-pub struct Process {
-    child: std::process::Child,
-    stderr_path: std::path::PathBuf,
-}
+/// A daemon binary run as a child process ([`ledgerboard_harness::Daemon`]), started or the
+/// test fails.
+pub struct Process(ledgerboard_harness::Daemon);
 
 impl Process {
     /// Starts `binary` with `env` added to the caller's environment minus every variable whose
     /// name starts with `LEDGERBOARD` (settings and config file of the developer's shell).
     pub fn start(binary: &str, args: &[&str], env: &[(&str, &str)]) -> Process {
-        let stderr_path = std::env::temp_dir().join(format!("lbtest-{}.stderr", unique_suffix()));
-        let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
-        let mut command = std::process::Command::new(binary);
-        command
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(stderr);
-        for (key, _) in std::env::vars() {
-            if key.starts_with("LEDGERBOARD") {
-                command.env_remove(key);
-            }
-        }
-        command.envs(env.iter().copied());
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
-        Process { child, stderr_path }
-    }
-
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// What the process wrote to stderr so far.
-    pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
-    }
-
-    /// Waits up to `limit` for the process to exit by itself.
-    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let started = std::time::Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if started.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Sends SIGTERM (as Kubernetes does) and waits up to `limit` for the exit.
-    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        self.wait_for_exit(limit)
-    }
-
-    /// Polls stderr until `needle` appears, for at most `limit`.
-    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
-        let started = std::time::Instant::now();
-        while started.elapsed() < limit {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return self.stderr().contains(needle);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        Process(
+            ledgerboard_harness::Daemon::start(std::path::Path::new(binary), args, env)
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
     }
 }
 
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.stderr_path);
+impl std::ops::Deref for Process {
+    type Target = ledgerboard_harness::Daemon;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Process {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 
@@ -467,105 +410,32 @@ pub fn http_request_with_headers(
     (status, body)
 }
 
-/// A redis-server of the test's own on a free port, for tests that stop, restart or starve
-/// Redis (never the shared one). Data survives `restart()` (SHUTDOWN SAVE, then load), but not
-/// the fixture.
-pub struct RedisServer {
-    pub port: u16,
-    dir: std::path::PathBuf,
-    child: Option<std::process::Child>,
-}
+/// A redis-server of the test's own on a free port ([`ledgerboard_harness::RedisServer`]),
+/// for tests that stop, restart or starve Redis (never the shared one). Data survives
+/// `restart()` after `stop()`, but not the fixture.
+pub struct RedisServer(ledgerboard_harness::RedisServer);
 
 impl RedisServer {
     pub fn start() -> RedisServer {
-        let dir = std::env::temp_dir().join(format!("lbtest-redis-{}", unique_suffix()));
-        std::fs::create_dir_all(&dir).expect("redis dir");
-        let mut server = RedisServer {
-            port: free_port(),
-            dir,
-            child: None,
-        };
-        server.spawn();
-        server
+        RedisServer(ledgerboard_harness::RedisServer::start().unwrap_or_else(|e| panic!("{e}")))
     }
 
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn spawn(&mut self) {
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dbfilename",
-                "test.rdb",
-            ])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("start redis-server (is it installed?)");
-        self.child = Some(child);
-        let started = std::time::Instant::now();
-        while started.elapsed() < Duration::from_secs(10) {
-            if self.ping() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("redis-server on port {} did not answer", self.port);
-    }
-
-    fn connection(&self) -> Option<redis::Connection> {
-        redis::Client::open(self.url())
-            .ok()?
-            .get_connection_with_timeout(Duration::from_secs(2))
-            .ok()
-    }
-
-    pub fn ping(&self) -> bool {
-        self.connection()
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c).ok())
-            .is_some()
-    }
-
-    /// Runs one command (CONFIG SET, …) on this server.
-    pub fn command(&self, args: &[&str]) -> redis::RedisResult<redis::Value> {
-        let mut conn = self
-            .connection()
-            .ok_or_else(|| redis::RedisError::from(std::io::Error::other("no connection")))?;
-        let mut cmd = redis::cmd(args[0]);
-        for a in &args[1..] {
-            cmd.arg(*a);
-        }
-        cmd.query(&mut conn)
-    }
-
-    /// Stops the server, saving its data to disk.
-    pub fn stop(&mut self) {
-        let _ = self.command(&["SHUTDOWN", "SAVE"]);
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
-        }
-    }
-
-    /// Starts it again on the same port, with the data saved by `stop`.
+    /// Starts it again on the same port.
     pub fn restart(&mut self) {
-        self.spawn();
+        self.0.restart().unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl std::ops::Deref for RedisServer {
+    type Target = ledgerboard_harness::RedisServer;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for RedisServer {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 

@@ -1,0 +1,248 @@
+//! A run's own ledgerboard: a fresh database on the configured PostgreSQL server, a Redis
+//! namespace of its own, and the daemons as processes (the binaries next to `lbctl`). The
+//! experiment and the chaos run use it, then [`Stack::cleanup`] drops the database and
+//! deletes the namespace's keys.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
+use ledgerboard_core::db::{self, Database};
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_harness::{Daemon, binary_beside_current_exe, free_port};
+use tokio_postgres::NoTls;
+
+pub const API: &str = "ledgerboard-api";
+pub const PROJECTOR: &str = "ledgerboard-projector";
+pub const RECONCILER: &str = "ledgerboard-reconciler";
+
+const BOARD_SCORES: &str = include_str!("sql/board_scores.sql");
+
+/// A member as PostgreSQL or Redis holds it: (score, version).
+pub type Members = BTreeMap<String, (i64, i64)>;
+
+pub struct Stack {
+    pub db_name: String,
+    admin: tokio_postgres::Config,
+    pub db: Database,
+    pub cache: Cache,
+    pub api_addr: SocketAddr,
+    env: Vec<(String, String)>,
+}
+
+impl Stack {
+    /// Creates the database `<purpose>_<random>` next to the configured one (the configured
+    /// role needs CREATEDB), applies the schema, and prepares the daemons' environment.
+    pub async fn create(
+        settings: &Settings,
+        purpose: &str,
+        redis_url: &str,
+        extra_env: &[(&str, &str)],
+    ) -> anyhow::Result<Stack> {
+        let suffix = &uuid::Uuid::new_v4().simple().to_string()[..10];
+        let db_name = format!("{purpose}_{suffix}");
+        let mut admin = parse_postgres_url(&settings.database.url)?;
+        admin
+            .dbname("postgres")
+            .connect_timeout(Duration::from_secs(5));
+        let (client, conn) = admin
+            .connect(NoTls)
+            .await
+            .context("connecting to PostgreSQL's `postgres` database to create the run's own")?;
+        tokio::spawn(conn);
+        client
+            .simple_query(&format!("CREATE DATABASE \"{db_name}\""))
+            .await
+            .with_context(|| format!("CREATE DATABASE {db_name} (the role needs CREATEDB)"))?;
+        let mut url = url::Url::parse(&settings.database.url).context("database.url")?;
+        url.set_path(&format!("/{db_name}"));
+        let database = DatabaseSettings {
+            url: url.to_string(),
+            ..settings.database.clone()
+        };
+        if let Err(e) = db::migrate(&database).await {
+            // Nothing else knows this database: drop it rather than leave it behind.
+            let _ = client
+                .simple_query(&format!(
+                    "DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)"
+                ))
+                .await;
+            return Err(anyhow::Error::from(e).context("migrating the run's database"));
+        }
+        let db = Database::connect(&database, "lbctl")?;
+        let namespace = format!("{purpose}-{suffix}");
+        let cache = Cache::connect(&RedisSettings {
+            url: redis_url.to_owned(),
+            namespace: namespace.clone(),
+            ..settings.redis.clone()
+        })?;
+        let api_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        let mut env: Vec<(String, String)> = [
+            ("LEDGERBOARD__DATABASE__URL", database.url.as_str()),
+            ("LEDGERBOARD__REDIS__URL", redis_url),
+            ("LEDGERBOARD__REDIS__NAMESPACE", namespace.as_str()),
+            ("LEDGERBOARD__API__LISTEN", &api_addr.to_string()),
+            ("LEDGERBOARD__PROJECTOR__ADMIN_LISTEN", "127.0.0.1:0"),
+            ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "127.0.0.1:0"),
+            ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "100"),
+            ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000"),
+            ("LEDGERBOARD__DATABASE__STARTUP_TIMEOUT_MS", "10000"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        env.extend(
+            extra_env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        Ok(Stack {
+            db_name,
+            admin,
+            db,
+            cache,
+            api_addr,
+            env,
+        })
+    }
+
+    fn binary(name: &str) -> anyhow::Result<PathBuf> {
+        Ok(binary_beside_current_exe(name)?)
+    }
+
+    fn env_with<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        env.extend_from_slice(extra);
+        env
+    }
+
+    /// Starts a daemon and waits (up to 30 s) until it logs that it started.
+    pub fn start(&self, name: &str, extra_env: &[(&str, &str)]) -> anyhow::Result<Daemon> {
+        let mut daemon = Daemon::start(&Self::binary(name)?, &[], &self.env_with(extra_env))?;
+        if !daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(30)) {
+            anyhow::bail!("{name} did not start:\n{}", daemon.stderr());
+        }
+        Ok(daemon)
+    }
+
+    /// Runs `ledgerboard-reconciler --once <args>` to its end (at most 120 s) and returns its
+    /// JSON report.
+    pub async fn reconcile_once(&self, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+        let mut command = tokio::process::Command::new(Self::binary(RECONCILER)?);
+        command.arg("--once").args(args).kill_on_drop(true);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("LEDGERBOARD") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(self.env_with(&[]));
+        let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+            .await
+            .context("ledgerboard-reconciler --once ran for more than 120 s")??;
+        anyhow::ensure!(
+            output.status.success(),
+            "ledgerboard-reconciler --once failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).context("reading the reconciler's JSON report")
+    }
+
+    /// The board as PostgreSQL holds it.
+    pub async fn source(&self, board: &BoardId) -> anyhow::Result<Members> {
+        let client = self.db.client().await?;
+        let (_, rows) = self
+            .db
+            .bounded("board_scores", client, async |c| {
+                c.query(BOARD_SCORES, &[&board.as_str()]).await
+            })
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .collect()
+    }
+
+    /// The board as the Redis projection holds it; a member whose score or version is not
+    /// an integer shows as `i64::MIN`, so that it never equals the source.
+    pub async fn projection(&self, board: &BoardId) -> anyhow::Result<Members> {
+        let keys = self.cache.keys();
+        let mut conn = self.cache.connection().await?;
+        let (scores, versions): (Vec<(String, f64)>, BTreeMap<String, String>) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(keys.scores(board))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .cmd("HGETALL")
+            .arg(keys.versions(board))
+            .query_async(&mut conn)
+            .await?;
+        let mut members = Members::new();
+        for (user, score) in scores {
+            let version = versions
+                .get(&user)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(i64::MIN);
+            let score = if score.fract() == 0.0 {
+                score as i64
+            } else {
+                i64::MIN
+            };
+            members.insert(user, (score, version));
+        }
+        for user in versions.keys() {
+            members.entry(user.clone()).or_insert((i64::MIN, i64::MIN));
+        }
+        Ok(members)
+    }
+
+    /// Drops the database and deletes the namespace's keys. Call it after stopping the
+    /// daemons.
+    pub async fn cleanup(self) -> anyhow::Result<()> {
+        let pattern = format!("{}:*", self.cache.keys().namespace());
+        let deleted: anyhow::Result<()> = async {
+            let mut conn = self.cache.connection().await?;
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await?;
+                if !keys.is_empty() {
+                    let _: i64 = redis::cmd("UNLINK")
+                        .arg(&keys)
+                        .query_async(&mut conn)
+                        .await?;
+                }
+                if next == 0 {
+                    return Ok(());
+                }
+                cursor = next;
+            }
+        }
+        .await;
+        self.db.close();
+        let (client, conn) = self.admin.connect(NoTls).await?;
+        tokio::spawn(conn);
+        client
+            .simple_query(&format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.db_name
+            ))
+            .await
+            .with_context(|| format!("DROP DATABASE {}", self.db_name))?;
+        deleted.with_context(|| format!("deleting the keys {pattern}"))
+    }
+}

@@ -1,0 +1,123 @@
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// A binary run as a child process, its stderr kept in a file (a pipe could fill up and stall
+/// the child). Dropping it kills the process.
+pub struct Daemon {
+    child: Child,
+    stderr_path: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `binary` with `env` added to this process's environment minus every variable
+    /// whose name starts with `LEDGERBOARD` (the caller's own settings and config file).
+    pub fn start(binary: &Path, args: &[&str], env: &[(&str, &str)]) -> std::io::Result<Daemon> {
+        let stderr_path =
+            std::env::temp_dir().join(format!("ledgerboard-{}.stderr", super::unique_suffix()));
+        let stderr = std::fs::File::create(&stderr_path)?;
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("LEDGERBOARD") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
+        let child = command.spawn().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("start {}: {e}", binary.display()))
+        })?;
+        Ok(Daemon { child, stderr_path })
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Waits up to `limit` for the process to exit by itself.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if started.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM (as Kubernetes does) and waits up to `limit` for the exit.
+    pub fn terminate(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.wait_for_exit(limit)
+    }
+
+    /// SIGKILL: the process gets no chance to finish anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// True while the process runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Polls stderr until `needle` appears, for at most `limit`; false when the process exits
+    /// or the time runs out first.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return self.stderr().contains(needle);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr_path);
+    }
+}
+
+/// The path of `name` in the directory of the running executable, where cargo puts every
+/// binary of the workspace: how `lbctl` finds the daemons it runs.
+pub fn binary_beside_current_exe(name: &str) -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| std::io::Error::other("the executable has no directory"))?;
+    let path = dir.join(name);
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "{} not found: build every binary (`cargo build --workspace --bins`)",
+                path.display()
+            ),
+        ))
+    }
+}

@@ -1,0 +1,20 @@
+//! Child processes for the runs that exercise ledgerboard as it is deployed: the daemons as
+//! processes ([`Daemon`]) and a redis-server of the run's own ([`RedisServer`]), which a run may
+//! stop, restart or flush without touching anyone else's data. `lbctl experiment`,
+//! `lbctl chaos` and the tests (through the testkit) use them.
+
+mod daemon;
+mod redis_server;
+
+pub use daemon::{Daemon, binary_beside_current_exe};
+pub use redis_server::RedisServer;
+
+/// A local port free at the time of the call.
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn unique_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+}
