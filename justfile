@@ -15,15 +15,21 @@ down:
     deploy/local/down.sh
 
 # The quick benchmark only checks that the harness still runs; its figures are not for reading.
-# Format check, clippy, alert rules (promtool), quick benchmark, then every test on real servers.
+# Format check, clippy, alert rules, k8s manifests, quick benchmark, every test on real servers.
 test:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
     promtool check rules deploy/observability/alerts.yaml
     promtool test rules deploy/observability/alerts.test.yaml
+    deploy/k8s/validate.sh
     cargo build -q --workspace --bins
     target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     cargo test --workspace
+
+# Starts the missing ones (admin ports 9111, 9112, ...) and stops the extra ones.
+# Run exactly N local projector processes beside a running `just up` stack.
+scale-projectors N:
+    deploy/local/scale-projectors.sh {{N}}
 
 # Apply the schema migrations to the configured database.
 migrate:

@@ -9,6 +9,9 @@ export LEDGERBOARD__REDIS__URL=${LEDGERBOARD__REDIS__URL:-redis://127.0.0.1:6379
 export LEDGERBOARD__API__LISTEN=${LEDGERBOARD__API__LISTEN:-127.0.0.1:8080}
 # A pass every 10 s locally (300 s is the default), so a planted drift shows up quickly.
 export LEDGERBOARD__RECONCILER__INTERVAL_MS=${LEDGERBOARD__RECONCILER__INTERVAL_MS:-10000}
+# The local stack's one token (scope admin): send `Authorization: Bearer local-dev-token`.
+# Only its SHA-256 digest is configured (`lbctl token hash`).
+export LEDGERBOARD__AUTH__TOKENS=${LEDGERBOARD__AUTH__TOKENS:-local=0cd48eed49739dfdd99efaef37d251aae5a80866e5954763c6597943fff5ce9b@admin}
 PROFILE=${LEDGERBOARD_PROFILE:-debug}
 # Projector replicas `just up` starts (they share the outbox through SKIP LOCKED).
 PROJECTORS=${LEDGERBOARD_PROJECTORS:-2}
@@ -28,4 +31,42 @@ pg_bin() {
     dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
     [ -n "$dir" ] || { echo "no PostgreSQL server binaries found (apt-get install postgresql)" >&2; exit 1; }
     echo "$dir"
+}
+
+# The daemons' binaries, as `cargo build` leaves them.
+bin="$ROOT/target/$PROFILE"
+
+start_daemon() { # name binary [VAR=value ...]
+    local name=$1 binary=$2; shift 2
+    env "$@" nohup "$bin/$binary" >"$LOG/$name.log" 2>&1 &
+    echo $! >"$RUN/$name.pid"
+}
+
+wait_started() { # name binary
+    for _ in $(seq 300); do
+        if grep -q "$2 started" "$LOG/$1.log" 2>/dev/null; then return 0; fi
+        if ! kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    echo "$2 ($1) did not start within 30 s:" >&2; tail -n 20 "$LOG/$1.log" >&2; exit 1
+}
+
+# Each projector gets its own admin port (/healthz, /readyz, /metrics): 9111, 9112, ...
+projector_admin() { echo "127.0.0.1:$((9110 + $1))"; }
+
+start_projector() { # index
+    start_daemon "projector-$1" ledgerboard-projector \
+        "LEDGERBOARD__PROJECTOR__ADMIN_LISTEN=$(projector_admin "$1")"
+}
+
+stop_pid_file() { # SIGTERM, then SIGKILL after 10 s
+    local file=$1 pid
+    [ -f "$file" ] || return 0
+    pid=$(cat "$file")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    fi
+    rm -f "$file"
 }

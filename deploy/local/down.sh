@@ -4,18 +4,6 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-stop_pid_file() {
-    local file=$1 pid
-    [ -f "$file" ] || return 0
-    pid=$(cat "$file")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid"
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-    fi
-    rm -f "$file"
-}
-
 for f in "$RUN"/*.pid; do
     [ "$f" = "$RUN/redis.pid" ] || stop_pid_file "$f"
 done

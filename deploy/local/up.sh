@@ -47,31 +47,12 @@ fi
 cargo_flags=()
 [ "$PROFILE" = release ] && cargo_flags=(--release)
 cargo build -q "${cargo_flags[@]}" --workspace --bins
-bin="$ROOT/target/$PROFILE"
 "$bin/lbctl" migrate
 
 # A second `just up` restarts the daemons rather than starting a second set.
 "$(dirname "$0")/down.sh" --daemons-only
-start_daemon() { # name binary [VAR=value ...]
-    local name=$1 binary=$2; shift 2
-    env "$@" nohup "$bin/$binary" >"$LOG/$name.log" 2>&1 &
-    echo $! >"$RUN/$name.pid"
-}
-wait_started() { # name binary
-    for _ in $(seq 300); do
-        if grep -q "$2 started" "$LOG/$1.log" 2>/dev/null; then return 0; fi
-        if ! kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; then break; fi
-        sleep 0.1
-    done
-    echo "$2 ($1) did not start within 30 s:" >&2; tail -n 20 "$LOG/$1.log" >&2; exit 1
-}
-# Each projector gets its own admin port (/healthz, /readyz, /metrics): 9111, 9112, ...
-projector_admin() { echo "127.0.0.1:$((9110 + $1))"; }
 start_daemon api ledgerboard-api
-for i in $(seq "$PROJECTORS"); do
-    start_daemon "projector-$i" ledgerboard-projector \
-        "LEDGERBOARD__PROJECTOR__ADMIN_LISTEN=$(projector_admin "$i")"
-done
+for i in $(seq "$PROJECTORS"); do start_projector "$i"; done
 start_daemon reconciler ledgerboard-reconciler
 wait_started api ledgerboard-api
 for i in $(seq "$PROJECTORS"); do wait_started "projector-$i" ledgerboard-projector; done

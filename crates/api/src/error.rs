@@ -31,6 +31,12 @@ pub enum ApiError {
     PayloadTooLarge,
     NotFound,
     MethodNotAllowed,
+    /// No valid bearer token (401, with `WWW-Authenticate: Bearer`).
+    Unauthenticated(&'static str),
+    /// A valid token without the scope this request needs (403).
+    Forbidden(&'static str),
+    /// Past the rate limit of this token or address (429, with `Retry-After`).
+    RateLimited(std::time::Duration),
     /// A dependency did not answer in time, or at all (503, with Retry-After).
     Unavailable(String),
     /// The request took longer than `api.request_timeout_ms` (503).
@@ -87,6 +93,13 @@ impl ApiError {
                 "method_not_allowed",
                 "this resource does not take that method".into(),
             ),
+            Self::Unauthenticated(m) => (StatusCode::UNAUTHORIZED, "unauthenticated", (*m).to_owned()),
+            Self::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", (*m).to_owned()),
+            Self::RateLimited(_) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many requests from this token or address; retry after the Retry-After seconds".into(),
+            ),
             Self::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -128,10 +141,23 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        let headers = response.headers_mut();
+        match &self {
+            Self::Unavailable(_) | Self::Timeout => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::RateLimited(wait) => {
+                // Whole seconds, rounded up, at least 1.
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+            }
+            Self::Unauthenticated(_) => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"ledgerboard\""),
+                );
+            }
+            _ => {}
         }
         response
     }

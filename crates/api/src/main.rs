@@ -48,12 +48,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
     );
     // Readiness does not need Redis: commands never touch it and reads fall back.
     let health = Health::new(telemetry.registry(), db.clone(), cache.clone()).redis_optional();
-    let app = router(
-        AppState::new(db.clone(), cache, &settings.api),
+    let app =
+        router(AppState::new(db.clone(), cache, &settings), &settings.api).merge(health.routes());
+    serve(
+        listener,
+        app,
         &settings.api,
+        cancel,
+        settings.shutdown.grace(),
     )
-    .merge(health.routes());
-    serve(listener, app, cancel, settings.shutdown.grace()).await?;
+    .await?;
     sampler.abort();
     db.close();
     telemetry.shutdown().await;

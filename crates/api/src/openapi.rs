@@ -1,7 +1,8 @@
 //! The OpenAPI document, generated from the handlers' annotations: served at `/openapi.json`
 //! and rendered at `/docs` (Swagger UI, its assets built into the binary).
 
-use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 use crate::routes::{commands, reads};
 
@@ -12,9 +13,23 @@ use crate::routes::{commands, reads};
         description = "Leaderboards whose reads are cheap and say how fresh they are. PostgreSQL is the source of truth; Redis holds a repairable projection."
     ),
     paths(commands::post_score, reads::top, reads::user, reads::around),
+    modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),
         (name = "reads", description = "leaderboard reads with their freshness")
     )
 )]
 pub struct ApiDoc;
+
+/// The `bearer` scheme: a token from `auth.tokens`, sent as `Authorization: Bearer <token>`.
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}

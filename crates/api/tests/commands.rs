@@ -23,6 +23,7 @@ async fn harness() -> Harness {
     let db = TestDb::create().await;
     let mut settings = Settings::default();
     settings.database.url = db.url.clone();
+    settings.auth.tokens = ledgerboard_testkit::test_tokens();
     migrate(&settings.database).await.expect("migrate");
     let app = app_for(&settings);
     Harness { db, app }
@@ -31,7 +32,7 @@ async fn harness() -> Harness {
 fn app_for(settings: &Settings) -> Router {
     let database = Database::connect(&settings.database, "api-test").expect("pool");
     let cache = ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis pool");
-    router(AppState::new(database, cache, &settings.api), &settings.api)
+    router(AppState::new(database, cache, settings), &settings.api)
 }
 
 async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
@@ -51,6 +52,10 @@ async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
 fn post_raw(board: &str, body: impl Into<Body>) -> Request<Body> {
     Request::post(format!("/v1/boards/{board}/scores"))
         .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+        )
         .body(body.into())
         .expect("request")
 }
@@ -409,6 +414,7 @@ async fn unreachable_database_answers_503_in_bounded_time() {
     ] {
         let mut settings = Settings::default();
         settings.database.url = url.clone();
+        settings.auth.tokens = ledgerboard_testkit::test_tokens();
         settings.database.connect_timeout_ms = 500;
         settings.database.pool_wait_timeout_ms = 500;
         let app = app_for(&settings);

@@ -14,7 +14,7 @@ async fn get(uri: &str) -> (StatusCode, String) {
     let settings = Settings::default();
     let db = Database::connect(&settings.database, "openapi-test").expect("pool");
     let cache = Cache::connect(&settings.redis).expect("redis pool");
-    let app = router(AppState::new(db, cache, &settings.api), &settings.api);
+    let app = router(AppState::new(db, cache, &settings), &settings.api);
     let response = app
         .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
         .await

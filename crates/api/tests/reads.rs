@@ -17,7 +17,7 @@ use tower::ServiceExt;
 fn app_with(settings: &Settings) -> Router {
     let db = Database::connect(&settings.database, "reads-test").expect("pool");
     let cache = Cache::connect(&settings.redis).expect("redis pool");
-    router(AppState::new(db, cache, &settings.api), &settings.api)
+    router(AppState::new(db, cache, settings), &settings.api)
 }
 
 async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
@@ -413,6 +413,10 @@ async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
             .oneshot(
                 Request::post("/v1/boards/live/scores")
                     .header("content-type", "application/json")
+                    .header(
+                        "authorization",
+                        format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+                    )
                     .body(Body::from(body.to_string()))
                     .expect("request"),
             )

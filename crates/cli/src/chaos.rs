@@ -195,6 +195,7 @@ async fn chaos(
         .map(|i| {
             tokio::spawn(client(
                 stack.api_addr,
+                stack.bearer.clone(),
                 ledger.clone(),
                 Rng(options.seed ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d)),
                 deadline,
@@ -431,6 +432,7 @@ fn lock(ledger: &Mutex<Ledger>) -> std::sync::MutexGuard<'_, Ledger> {
 /// deadline; a command whose answer is lost is sent again until an answer says what happened.
 async fn client(
     api: std::net::SocketAddr,
+    bearer: String,
     ledger: Arc<Mutex<Ledger>>,
     mut rng: Rng,
     deadline: Instant,
@@ -449,7 +451,7 @@ async fn client(
         match known {
             // A duplicate: the same command again must answer 200 with the first outcome.
             Some((event, command, first)) if roll < 10 => {
-                let (status, body, retries) = send(api, event, &command, deadline).await;
+                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
                 let mut l = lock(&ledger);
                 l.sent += 1 + retries;
                 l.retries += retries;
@@ -469,7 +471,7 @@ async fn client(
                 } else {
                     command.delta + 1
                 };
-                let (status, body, retries) = send(api, event, &command, deadline).await;
+                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
                 let mut l = lock(&ledger);
                 l.sent += 1 + retries;
                 l.retries += retries;
@@ -493,7 +495,7 @@ async fn client(
                         -magnitude
                     },
                 };
-                let (status, body, retries) = send(api, event, &command, deadline).await;
+                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
                 let mut l = lock(&ledger);
                 l.sent += 1 + retries;
                 l.retries += retries;
@@ -530,6 +532,7 @@ fn outcome(body: &str) -> Option<(i64, i64)> {
 /// (None when the settle limit ran out) and the number of retries.
 async fn send(
     api: std::net::SocketAddr,
+    bearer: &str,
     event: Uuid,
     command: &Command,
     deadline: Instant,
@@ -541,7 +544,8 @@ async fn send(
     let path = format!("/v1/boards/{}/scores", command.board);
     let mut retries = 0;
     loop {
-        match http::request(api, "POST", &path, &[], body.clone(), REQUEST_LIMIT).await {
+        let headers = [("authorization", bearer)];
+        match http::request(api, "POST", &path, &headers, body.clone(), REQUEST_LIMIT).await {
             Ok((status, body)) if status < 500 => return (Some(status), body, retries),
             _ if Instant::now() > deadline + SETTLE_LIMIT => return (None, String::new(), retries),
             _ => {

@@ -105,7 +105,7 @@ impl Run<'_> {
             self.stack.api_addr,
             "POST",
             &format!("/v1/boards/{BOARD}/scores"),
-            &[],
+            &[("authorization", self.stack.bearer.as_str())],
             body,
             REQUEST_LIMIT,
         )

@@ -51,6 +51,11 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         wait_secs: u64,
     },
+    /// Make bearer tokens for `auth.tokens`: only their SHA-256 digest goes into the settings.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Run the reference failure experiment (duplicate command, stopped projector, a hand
     /// edit in Redis, reconciliation) on a database and Redis namespace of its own, with the
     /// daemons as processes; print the table and exit non-zero if a stage breaks the
@@ -81,6 +86,21 @@ enum Command {
         #[arg(long, default_value = "target/chaos")]
         out: std::path::PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Generate a random token; print it once, and the `auth.tokens` entry that accepts it.
+    New {
+        /// The token's name (in logs and rate limits): 1 to 64 of A-Z a-z 0-9 - _ .
+        #[arg(long)]
+        name: String,
+        /// Scopes: write:*, write:<board>, read, admin (repeat or comma-separate).
+        #[arg(long, required = true, value_delimiter = ',')]
+        scope: Vec<String>,
+    },
+    /// Read a token from stdin and print its SHA-256 digest.
+    Hash,
 }
 
 #[derive(Subcommand)]
@@ -116,8 +136,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    // Tokens are made without settings (and so without a database).
+    if let Command::Token { command } = args.command {
+        return token(command);
+    }
     let settings = daemon::load_settings(args.daemon.config.as_deref())?;
     match args.command {
+        Command::Token { .. } => Ok(()),
         Command::Migrate => migrate(&settings).await,
         Command::Status { json } => status(&settings, json).await,
         Command::Parked { command } => parked(&settings, command).await,
@@ -140,6 +165,32 @@ async fn run(args: Args) -> anyhow::Result<()> {
             chaos::run(&settings, options).await
         }
     }
+}
+
+fn token(command: TokenCommand) -> anyhow::Result<()> {
+    use ledgerboard_core::auth::{TokenTable, hash_token};
+    match command {
+        TokenCommand::New { name, scope } => {
+            // 244 random bits from the OS, through two v4 UUIDs (122 random bits each).
+            let token = format!(
+                "lb_{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            );
+            let entry = format!("{name}={}@{}", hash_token(&token), scope.join(","));
+            TokenTable::parse(&entry).map_err(|e| anyhow::anyhow!(e))?;
+            println!("token (shown once; give it to the client): {token}");
+            println!("auth.tokens entry (entries are separated by ;): {entry}");
+        }
+        TokenCommand::Hash => {
+            let mut token = String::new();
+            std::io::stdin().read_line(&mut token)?;
+            let token = token.trim_end_matches(['\r', '\n']);
+            anyhow::ensure!(!token.is_empty(), "no token on stdin");
+            println!("{}", hash_token(token));
+        }
+    }
+    Ok(())
 }
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {

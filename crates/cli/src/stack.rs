@@ -27,6 +27,8 @@ pub type Members = BTreeMap<String, (i64, i64)>;
 
 pub struct Stack {
     pub db_name: String,
+    /// `Authorization` header value of the run's own token (scope `admin`).
+    pub bearer: String,
     admin: tokio_postgres::Config,
     pub db: Database,
     pub cache: Cache,
@@ -81,6 +83,12 @@ impl Stack {
             ..settings.redis.clone()
         })?;
         let api_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        // A token that exists for this run only.
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let tokens = format!(
+            "lbctl-run={}@admin",
+            ledgerboard_core::auth::hash_token(&token)
+        );
         let mut env: Vec<(String, String)> = [
             ("LEDGERBOARD__DATABASE__URL", database.url.as_str()),
             ("LEDGERBOARD__REDIS__URL", redis_url),
@@ -91,6 +99,9 @@ impl Stack {
             ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "100"),
             ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000"),
             ("LEDGERBOARD__DATABASE__STARTUP_TIMEOUT_MS", "10000"),
+            ("LEDGERBOARD__AUTH__TOKENS", tokens.as_str()),
+            // Every client of the run comes from one address.
+            ("LEDGERBOARD__API__RATE_LIMIT_PER_S", "0"),
         ]
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -102,6 +113,7 @@ impl Stack {
         );
         Ok(Stack {
             db_name,
+            bearer: format!("Bearer {token}"),
             admin,
             db,
             cache,

@@ -43,6 +43,7 @@ pub struct Settings {
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
     pub telemetry: TelemetrySettings,
+    pub auth: AuthSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +114,15 @@ pub struct ApiSettings {
     pub max_lag_ms: u64,
     /// How long one measurement of the projection's lag serves all reads.
     pub freshness_cache_ms: u64,
+    /// Requests per second allowed per token (or, without one, per client address); 0 turns
+    /// the limit off.
+    pub rate_limit_per_s: u32,
+    /// Requests a token or address may send at once above the rate before 429.
+    pub rate_limit_burst: u32,
+    /// Most connections open at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Bound on receiving a request's headers; a slower client is disconnected.
+    pub header_timeout_ms: u64,
 }
 
 impl Default for ApiSettings {
@@ -123,6 +133,10 @@ impl Default for ApiSettings {
             request_timeout_ms: 10_000,
             max_lag_ms: 2_000,
             freshness_cache_ms: 100,
+            rate_limit_per_s: 1_000,
+            rate_limit_burst: 2_000,
+            max_connections: 10_000,
+            header_timeout_ms: 5_000,
         }
     }
 }
@@ -314,6 +328,34 @@ pub struct LogSettings {
     pub filter: String,
 }
 
+/// Who may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAccess {
+    /// Reads need no token.
+    Public,
+    /// Reads need a token with any scope.
+    Token,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Bearer tokens as `name=<sha256 hex>@scope[,scope]` entries separated by `;` (see
+    /// `auth.rs`). Empty: no token exists, and every score command is refused.
+    pub tokens: String,
+    pub reads: ReadAccess,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            tokens: String::new(),
+            reads: ReadAccess::Public,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelemetrySettings {
@@ -403,6 +445,9 @@ impl ApiSettings {
     }
     pub fn freshness_cache(&self) -> Duration {
         Duration::from_millis(self.freshness_cache_ms)
+    }
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
     }
 }
 
@@ -529,6 +574,31 @@ impl Settings {
             10,
             r.lock_ttl_ms / 2,
         )?;
+        in_range(
+            "api.max_connections",
+            self.api.max_connections as u64,
+            1,
+            1_000_000,
+        )?;
+        in_range(
+            "api.header_timeout_ms",
+            self.api.header_timeout_ms,
+            100,
+            600_000,
+        )?;
+        in_range(
+            "api.rate_limit_per_s",
+            u64::from(self.api.rate_limit_per_s),
+            0,
+            10_000_000,
+        )?;
+        in_range(
+            "api.rate_limit_burst",
+            u64::from(self.api.rate_limit_burst),
+            1,
+            10_000_000,
+        )?;
+        crate::auth::TokenTable::parse(&self.auth.tokens).map_err(|e| invalid("auth.tokens", e))?;
         self.projector.admin_addr()?;
         self.reconciler.admin_addr()?;
         tracing_subscriber::EnvFilter::try_new(&self.log.filter)

@@ -158,13 +158,16 @@ impl Delta {
         } else if number.is_u64() {
             Err(ValidationError::DeltaOutOfRange)
         } else {
-            // Integers beyond 64 bits arrive as floats: say they are out of range. A float
-            // within range (1.0, 1e3) is refused as not an integer: the API takes integers.
+            // Integers beyond 64 bits arrive as floats: say they are out of range. A number
+            // with no fractional part (1.0, 1e3) is an integer, as JSON Schema (and so the
+            // OpenAPI document) counts them; 1.5 is not.
             match number.as_f64() {
-                Some(f)
-                    if f.fract() == 0.0 && !(MIN_DELTA as f64..=MAX_DELTA as f64).contains(&f) =>
-                {
-                    Err(ValidationError::DeltaOutOfRange)
+                Some(f) if f.fract() == 0.0 => {
+                    if (MIN_DELTA as f64..=MAX_DELTA as f64).contains(&f) {
+                        Self::new(f as i64)
+                    } else {
+                        Err(ValidationError::DeltaOutOfRange)
+                    }
                 }
                 _ => Err(ValidationError::DeltaNotInteger),
             }
@@ -305,10 +308,8 @@ mod tests {
             Delta::from_json(&n("1e30")),
             Err(ValidationError::DeltaOutOfRange)
         );
-        assert_eq!(
-            Delta::from_json(&n("1.0")),
-            Err(ValidationError::DeltaNotInteger)
-        );
+        assert_eq!(Delta::from_json(&n("1.0")).map(Delta::get), Ok(1));
+        assert_eq!(Delta::from_json(&n("-2e2")).map(Delta::get), Ok(-200));
         assert_eq!(
             Delta::from_json(&n("1.5")),
             Err(ValidationError::DeltaNotInteger)

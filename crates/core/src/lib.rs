@@ -1,6 +1,7 @@
 //! ledgerboard's core: domain types, the Redis key layout, configuration, and the PostgreSQL
 //! and Redis access that the daemons and `lbctl` share.
 
+pub mod auth;
 pub mod cache;
 pub mod config;
 pub mod daemon;

@@ -97,11 +97,15 @@ impl Stack {
             uuid::Uuid::new_v4()
         );
         let traceparent = format!("00-{TRACE_ID}-00f067aa0ba902b7-01");
+        let bearer = format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN);
         http_request_with_headers(
             &self.api,
             "POST",
             &format!("/v1/boards/{BOARD}/scores"),
-            &[("traceparent", traceparent.as_str())],
+            &[
+                ("traceparent", traceparent.as_str()),
+                ("Authorization", &bearer),
+            ],
             &body,
         )
         .0

@@ -31,6 +31,7 @@ impl TestEnv {
         settings.redis.namespace = redis.namespace.clone();
         settings.projector.poll_interval_ms = 50;
         settings.shutdown.grace_ms = 2_000;
+        settings.auth.tokens = crate::test_tokens();
         tweak(&mut settings);
         settings.validate().expect("the test's settings are valid");
         migrate(&settings.database).await.expect("migrate");

@@ -32,6 +32,17 @@ fn unique_suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
 }
 
+/// The bearer token every test daemon and router accepts (scope `admin`).
+pub const TEST_TOKEN: &str = "ledgerboard-test-token";
+
+/// `auth.tokens` for tests: [`TEST_TOKEN`] with the `admin` scope.
+pub fn test_tokens() -> String {
+    format!(
+        "tests={}@admin",
+        ledgerboard_core::auth::hash_token(TEST_TOKEN)
+    )
+}
+
 /// A database that exists for one test.
 pub struct TestDb {
     pub name: String,
@@ -271,6 +282,7 @@ pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
             "5000".into(),
         ),
         ("LEDGERBOARD__SHUTDOWN__GRACE_MS".into(), "2000".into()),
+        ("LEDGERBOARD__AUTH__TOKENS".into(), test_tokens()),
         // Tests run in parallel: admin servers take any free port unless a test names one.
         (
             "LEDGERBOARD__PROJECTOR__ADMIN_LISTEN".into(),
@@ -369,11 +381,13 @@ pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str
 
 /// One HTTP/1.1 request over a fresh connection (`Connection: close`), bounded by 10 s:
 /// enough of a client to drive a daemon's real socket from a test.
+/// It carries [`TEST_TOKEN`] as its bearer token.
 pub fn http_request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    http_request_with_headers(addr, method, path, &[], body)
+    let bearer = format!("Bearer {TEST_TOKEN}");
+    http_request_with_headers(addr, method, path, &[("Authorization", &bearer)], body)
 }
 
-/// [`http_request`] with extra request headers.
+/// One request with exactly the given headers (no bearer token unless among them).
 pub fn http_request_with_headers(
     addr: &str,
     method: &str,

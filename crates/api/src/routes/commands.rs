@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::db::apply_score_command;
@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::path_error;
 use crate::error::{ApiError, ErrorBody};
+use crate::guard::Identity;
 use crate::state::AppState;
 #[allow(unused_imports)] // named in the OpenAPI attributes
 use ledgerboard_core::domain::CommandOutcome;
@@ -26,7 +27,13 @@ pub struct CommandBody {
     /// The caller's stable id for this command (the idempotency key): a non-nil UUID.
     #[schema(format = Uuid)]
     event_id: String,
-    /// 1 to 128 bytes of UTF-8 without control characters.
+    /// 1 to 128 bytes of UTF-8 without control characters (`maxLength` counts characters; the
+    /// limit is in bytes).
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
+    )]
     user_id: String,
     /// The score change, an integer from -1000 to 1000.
     #[schema(value_type = i64, minimum = -1000, maximum = 1000)]
@@ -37,27 +44,34 @@ pub struct CommandBody {
 #[utoipa::path(
     post,
     path = "/v1/boards/{board}/scores",
-    params(("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -")),
+    params(("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
     request_body = CommandBody,
     responses(
         (status = 201, description = "applied", body = CommandOutcome),
         (status = 200, description = "the same command again: the first application's outcome, `duplicate: true`", body = CommandOutcome),
         (status = 400, description = "malformed body or path", body = ErrorBody),
+        (status = 401, description = "no valid bearer token", body = ErrorBody),
+        (status = 403, description = "the token may not write to this board", body = ErrorBody),
         (status = 409, description = "the event id was used with another board, user or delta", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
+        (status = 429, description = "past the rate limit of this token (or, without one, of this address); see Retry-After", body = ErrorBody),
         (status = 422, description = "an invalid value", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
-    tag = "commands"
+    tag = "commands",
+    security(("bearer" = []))
 )]
 pub async fn post_score(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     board: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     // Everything that can refuse the command runs inside, so every answer is counted.
     let result = async {
         let Path(board) = board.map_err(path_error)?;
+        // Who may write comes before anything about the body is said.
+        identity.require_write(&BoardId::parse(&board)?)?;
         let body = body.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge

@@ -147,14 +147,18 @@ async fn read<T>(
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/top",
-    params(("board" = String, Path, description = "the board id"), TopQuery),
+    params(("board" = String, Path, description = "the board id: 1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"), TopQuery),
     responses(
         (status = 200, body = Page),
         (status = 400, description = "an unreadable or unknown parameter", body = ErrorBody),
+        (status = 401, description = "auth.reads = token, and no valid bearer token", body = ErrorBody),
+        (status = 403, description = "the token may not read", body = ErrorBody),
+        (status = 429, description = "past the rate limit; see Retry-After", body = ErrorBody),
         (status = 422, description = "a parameter out of range", body = ErrorBody),
         (status = 503, description = "no allowed source can answer", body = ErrorBody),
     ),
-    tag = "reads"
+    tag = "reads",
+    security((), ("bearer" = []))
 )]
 pub async fn top(
     State(state): State<AppState>,
@@ -181,16 +185,20 @@ pub async fn top(
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/users/{user_id}",
-    params(("board" = String, Path), ("user_id" = String, Path), UserQuery),
+    params(("board" = String, Path, description = "the board id: 1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"), ("user_id" = String, Path, description = "1 to 128 bytes of UTF-8 without control characters", min_length = 1, max_length = 128, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"), UserQuery),
     responses(
         (status = 200, body = Member),
         (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 429, body = ErrorBody),
         (status = 404, description = "unknown member", body = ErrorBody),
         (status = 409, description = "consistency=eventual, and the projection does not hold min_version yet", body = ErrorBody),
         (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody),
     ),
-    tag = "reads"
+    tag = "reads",
+    security((), ("bearer" = []))
 )]
 pub async fn user(
     State(state): State<AppState>,
@@ -229,15 +237,19 @@ pub async fn user(
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/users/{user_id}/around",
-    params(("board" = String, Path), ("user_id" = String, Path), AroundQuery),
+    params(("board" = String, Path, description = "the board id: 1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"), ("user_id" = String, Path, description = "1 to 128 bytes of UTF-8 without control characters", min_length = 1, max_length = 128, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"), AroundQuery),
     responses(
         (status = 200, body = Page),
         (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 429, body = ErrorBody),
         (status = 404, description = "unknown member", body = ErrorBody),
         (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody),
     ),
-    tag = "reads"
+    tag = "reads",
+    security((), ("bearer" = []))
 )]
 pub async fn around(
     State(state): State<AppState>,

@@ -1,0 +1,201 @@
+//! Who may call the api: bearer tokens, configured as SHA-256 digests (the tokens themselves
+//! are never in the settings, the logs or an error), each with scopes.
+//!
+//! `auth.tokens` holds entries `name=<sha256 hex>@scope[,scope…]`, separated by `;`:
+//!
+//! ```text
+//! game-eu=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08@write:*;ops=…@admin
+//! ```
+//!
+//! Scopes: `write:*` (score commands on every board), `write:<board>` (on that board),
+//! `read` (reads, when `auth.reads = token`), `admin` (everything). `lbctl token new` makes a
+//! token and its entry; `lbctl token hash` hashes one you have.
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::domain::BoardId;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    WriteAll,
+    WriteBoard(BoardId),
+    Read,
+    Admin,
+}
+
+/// One configured token: its name (for logs and rate limits), digest and scopes.
+#[derive(Debug, Clone)]
+pub struct TokenEntry {
+    pub name: String,
+    digest: [u8; 32],
+    scopes: Vec<Scope>,
+}
+
+impl TokenEntry {
+    pub fn may_write(&self, board: &BoardId) -> bool {
+        self.scopes.iter().any(|s| match s {
+            Scope::Admin | Scope::WriteAll => true,
+            Scope::WriteBoard(b) => b == board,
+            Scope::Read => false,
+        })
+    }
+
+    /// Reading needs `read`; a token that may write or administer may read too.
+    pub fn may_read(&self) -> bool {
+        !self.scopes.is_empty()
+    }
+}
+
+/// The configured tokens.
+#[derive(Debug, Clone, Default)]
+pub struct TokenTable {
+    entries: Vec<TokenEntry>,
+}
+
+/// The SHA-256 digest of a token, in lowercase hex, as `auth.tokens` holds it.
+pub fn hash_token(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl TokenTable {
+    /// Parses `auth.tokens`. Errors name the entry by its position and name, never by digest.
+    pub fn parse(spec: &str) -> Result<TokenTable, String> {
+        let mut entries: Vec<TokenEntry> = Vec::new();
+        for (i, raw) in spec
+            .split(';')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .enumerate()
+        {
+            let n = i + 1;
+            let (name, rest) = raw
+                .split_once('=')
+                .ok_or_else(|| format!("entry {n}: expected name=<sha256 hex>@scopes"))?;
+            let name = name.trim();
+            if name.is_empty()
+                || name.len() > 64
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            {
+                return Err(format!(
+                    "entry {n}: the name must be 1 to 64 characters of A-Z a-z 0-9 - _ ."
+                ));
+            }
+            if entries.iter().any(|e| e.name == name) {
+                return Err(format!("entry {n} ({name}): the name is used twice"));
+            }
+            let (hex, scopes) = rest
+                .split_once('@')
+                .ok_or_else(|| format!("entry {n} ({name}): expected <sha256 hex>@scopes"))?;
+            let digest = parse_digest(hex.trim()).ok_or_else(|| {
+                format!("entry {n} ({name}): the digest must be 64 hex digits (lbctl token hash)")
+            })?;
+            let scopes = scopes
+                .split(',')
+                .map(str::trim)
+                .map(|s| parse_scope(s).ok_or_else(|| format!("entry {n} ({name}): unknown scope {s:?} (write:*, write:<board>, read, admin)")))
+                .collect::<Result<Vec<_>, _>>()?;
+            entries.push(TokenEntry {
+                name: name.to_owned(),
+                digest,
+                scopes,
+            });
+        }
+        Ok(TokenTable { entries })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry whose digest matches `presented`. Every entry is compared, in constant time,
+    /// so the answer's timing says nothing about which digest came close.
+    pub fn authenticate(&self, presented: &str) -> Option<&TokenEntry> {
+        let digest = Sha256::digest(presented.as_bytes());
+        let mut found = None;
+        for entry in &self.entries {
+            if bool::from(entry.digest.ct_eq(digest.as_slice())) {
+                found = Some(entry);
+            }
+        }
+        found
+    }
+}
+
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn parse_scope(s: &str) -> Option<Scope> {
+    match s {
+        "write:*" => Some(Scope::WriteAll),
+        "read" => Some(Scope::Read),
+        "admin" => Some(Scope::Admin),
+        _ => s
+            .strip_prefix("write:")
+            .and_then(|b| BoardId::parse(b).ok())
+            .map(Scope::WriteBoard),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_authenticate_by_digest_and_scopes_decide() {
+        let spec = format!(
+            "eu={}@write:season-1 ; ops={}@admin;reader={}@read",
+            hash_token("eu-secret"),
+            hash_token("ops-secret"),
+            hash_token("read-secret")
+        );
+        let table = TokenTable::parse(&spec).expect("valid");
+        let season = BoardId::parse("season-1").expect("board");
+        let other = BoardId::parse("season-2").expect("board");
+        let eu = table.authenticate("eu-secret").expect("eu");
+        assert_eq!(eu.name, "eu");
+        assert!(eu.may_write(&season) && !eu.may_write(&other) && eu.may_read());
+        let ops = table.authenticate("ops-secret").expect("ops");
+        assert!(ops.may_write(&other));
+        let reader = table.authenticate("read-secret").expect("reader");
+        assert!(!reader.may_write(&season) && reader.may_read());
+        assert!(table.authenticate("eu-secreT").is_none());
+        assert!(table.authenticate("").is_none());
+        assert_eq!(
+            hash_token("test"),
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+        );
+    }
+
+    #[test]
+    fn bad_entries_are_refused_without_echoing_digests() {
+        let good = hash_token("x");
+        for (spec, needle) in [
+            ("nohash".to_owned(), "entry 1"),
+            (format!("a={good}"), "scopes"),
+            (format!("a={}@admin", &good[..63]), "64 hex"),
+            (format!("a={good}@write:bad board"), "unknown scope"),
+            (format!("a={good}@root"), "unknown scope"),
+            (format!("a={good}@admin;a={good}@read"), "used twice"),
+            (format!("bad name={good}@admin"), "name"),
+        ] {
+            let err = TokenTable::parse(&spec).expect_err(&spec);
+            assert!(err.contains(needle), "{spec}: {err}");
+            assert!(!err.contains(&good), "{err}");
+        }
+        assert!(TokenTable::parse("").expect("empty").is_empty());
+    }
+}

@@ -1,0 +1,74 @@
+//! The OpenAPI document, fuzzed against a running `ledgerboard-api` with schemathesis
+//! (`pip install schemathesis`): no answer may be a 5xx, and every answer must conform to
+//! the document (status code, content type, headers, body schema). Schema-invalid requests
+//! must be refused.
+//!
+//! One check is left out: `positive_data_acceptance` (every schema-valid request accepted).
+//! JSON Schema counts a user id's length in characters, the api in bytes (at most 128 bytes
+//! of UTF-8), so 128 multi-byte characters are schema-valid and rightly refused.
+
+use std::time::Duration;
+
+use ledgerboard_testkit::{
+    Process, TEST_TOKEN, TestDb, TestRedis, daemon_env, free_port, migrate, workspace_binary,
+};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schemathesis_finds_nothing_in_the_openapi_document() {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    migrate(&db.url).await;
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut env = daemon_env(&db, &redis);
+    env.push(("LEDGERBOARD__API__LISTEN".into(), addr.clone()));
+    // The fuzzer is one client sending as fast as it can.
+    env.push(("LEDGERBOARD__API__RATE_LIMIT_PER_S".into(), "0".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let binary = workspace_binary("ledgerboard-api");
+    let mut api = Process::start(&binary.to_string_lossy(), &[], &env);
+    assert!(
+        api.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
+        "{}",
+        api.stderr()
+    );
+
+    let output = tokio::process::Command::new("st")
+        .args(["run", &format!("http://{addr}/openapi.json")])
+        .args(["--header", &format!("Authorization: Bearer {TEST_TOKEN}")])
+        .args([
+            "--checks",
+            "all",
+            "--exclude-checks",
+            "positive_data_acceptance",
+        ])
+        .args([
+            "--max-examples",
+            "150",
+            "--request-timeout",
+            "5",
+            "--seed",
+            "1",
+        ])
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(600), output)
+        .await
+        .expect("schemathesis ran for more than 10 minutes")
+        .expect("run schemathesis (`pip install schemathesis` puts `st` on PATH)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "schemathesis found problems:\n{text}"
+    );
+    assert!(text.contains("generated"), "no test case ran:\n{text}");
+    assert!(
+        !api.stderr().contains("panicked"),
+        "the api panicked under the fuzzer:\n{}",
+        api.stderr()
+    );
+}
