@@ -1,5 +1,5 @@
-//! LISTEN for the command transaction's NOTIFY, so an idle projector claims within
-//! milliseconds of a commit without polling hard. A watch channel carries a counter: a worker
+//! LISTEN for the NOTIFY sent after commands commit (core's `db/wakeup.rs`), so an idle
+//! projector claims within milliseconds of a commit without polling hard. A watch channel carries a counter: a worker
 //! marks the value it has seen before it claims, so a notification that arrives during its
 //! batch is not lost; it claims again at once instead of sleeping.
 //!

@@ -59,6 +59,9 @@ pub async fn apply_score_command(
         {
             return Err(StoreError::EventIdReused(cmd.event_id));
         }
+        if !duplicate {
+            db.wake_projectors();
+        }
         return Ok(CommandOutcome {
             event_id: cmd.event_id,
             // Equal to the command's: a different pair was refused above.

@@ -10,6 +10,7 @@ pub mod reads;
 pub mod source;
 pub mod sql;
 mod status;
+mod wakeup;
 
 pub use commands::apply_score_command;
 pub use errors::StoreError;

@@ -1,4 +1,5 @@
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
@@ -6,6 +7,7 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::StoreError;
+use super::wakeup::Wakeup;
 use crate::config::{DatabaseSettings, redact_url};
 
 /// A bounded connection pool and the time bounds every call through it obeys.
@@ -14,6 +16,7 @@ pub struct Database {
     pool: Pool,
     round_trip_timeout: Duration,
     url_for_logs: String,
+    wakeup: Arc<Wakeup>,
 }
 
 impl Database {
@@ -56,6 +59,7 @@ impl Database {
             pool,
             round_trip_timeout: settings.round_trip_timeout(),
             url_for_logs: redact_url(&settings.url),
+            wakeup: Arc::new(Wakeup::new()),
         })
     }
 
@@ -90,6 +94,12 @@ impl Database {
                 )))
             }
         }
+    }
+
+    /// Wakes idle projectors soon (a coalesced NOTIFY on a pooled connection); returns at
+    /// once. Called after a commit that wrote outbox rows.
+    pub fn wake_projectors(&self) {
+        self.wakeup.poke(&self.pool, self.round_trip_timeout);
     }
 
     /// The URL with its password hidden, for log lines.

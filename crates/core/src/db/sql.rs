@@ -14,7 +14,8 @@ pub const RETENTION_OUTBOX: &str = include_str!("sql/retention_outbox.sql");
 pub const RETENTION_EVENTS: &str = include_str!("sql/retention_events.sql");
 pub const PARKED_LIST: &str = include_str!("sql/parked_list.sql");
 pub const PARKED_REQUEUE: &str = include_str!("sql/parked_requeue.sql");
-/// The channel the command statement notifies and the projectors listen on.
+pub const OUTBOX_WAKEUP: &str = include_str!("sql/outbox_wakeup.sql");
+/// The channel `OUTBOX_WAKEUP` notifies and the projectors listen on.
 pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";
 pub const RECONCILE_BOARDS: &str = include_str!("sql/reconcile_boards.sql");
 pub const RECONCILE_CHUNK: &str = include_str!("sql/reconcile_chunk.sql");

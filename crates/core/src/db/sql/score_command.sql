@@ -5,7 +5,7 @@
 -- First arrival: `prior` is empty, so the score is upserted (the row lock serializes
 -- concurrent commands for one user: no lost update), the event is recorded with the score and
 -- version it produced, and the outbox row carries them to the projection.
--- The commit also notifies the projectors.
+-- It does not NOTIFY: wakeup.rs wakes the projectors after the commit (see outbox_wakeup.sql).
 -- Repeat: `prior` returns the recorded event and nothing is written.
 -- Concurrent arrivals of one new event id: both see no prior row; the later one's insert into
 -- score_events raises unique_violation on score_events_pkey, which aborts its whole statement
@@ -34,14 +34,8 @@ outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, traceparent)
     SELECT $1, board_id, user_id, score, version, $5 FROM event
-    RETURNING id
-),
--- Wakes the projectors (LISTEN ledgerboard_outbox); delivered at commit. Referenced below so
--- that it runs.
-notified AS (
-    SELECT pg_notify('ledgerboard_outbox', '') FROM outbox
 )
-SELECT false AS duplicate, board_id, user_id, delta, score, version
-FROM event, (SELECT count(*) FROM notified) AS n
+-- A data-modifying CTE runs whether or not the answer refers to it.
+SELECT false AS duplicate, board_id, user_id, delta, score, version FROM event
 UNION ALL
 SELECT true AS duplicate, board_id, user_id, delta, score, version FROM prior

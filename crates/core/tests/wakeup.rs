@@ -1,0 +1,108 @@
+//! The projectors' wake-up: commands no longer NOTIFY inside their transaction; the database
+//! handle sends coalesced notifications after they commit.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ledgerboard_core::config::DatabaseSettings;
+use ledgerboard_core::db::{Database, apply_score_command, migrate, sql};
+use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_testkit::TestDb;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+/// LISTENs on the outbox channel and counts what arrives.
+async fn listen(url: &str) -> (tokio_postgres::Client, Arc<AtomicU64>) {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await.expect("connect");
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            if let AsyncMessage::Notification(n) = message {
+                assert_eq!(n.channel(), sql::OUTBOX_CHANNEL);
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    client
+        .batch_execute(&format!("LISTEN {}", sql::OUTBOX_CHANNEL))
+        .await
+        .expect("listen");
+    (client, count)
+}
+
+fn command(user: u32) -> ScoreCommand {
+    ScoreCommand {
+        event_id: EventId::from(uuid::Uuid::new_v4()),
+        board: BoardId::parse("wake").expect("board"),
+        user_id: UserId::parse(&format!("u{user}")).expect("user"),
+        delta: Delta::new(1).expect("delta"),
+    }
+}
+
+async fn wait_for(count: &AtomicU64, at_least: u64) -> bool {
+    for _ in 0..200 {
+        if count.load(Ordering::SeqCst) >= at_least {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn commands_wake_the_projectors_with_coalesced_notifications() {
+    let test_db = TestDb::create().await;
+    let settings = DatabaseSettings {
+        url: test_db.url.clone(),
+        pool_max_size: 20,
+        ..DatabaseSettings::default()
+    };
+    migrate(&settings).await.expect("migrate");
+    let (_listener, count) = listen(&test_db.url).await;
+    let db = Database::connect(&settings, "wakeup-test").expect("pool");
+
+    // One command: one notification, after its commit.
+    apply_score_command(&db, &command(0), None)
+        .await
+        .expect("command");
+    assert!(wait_for(&count, 1).await, "no notification after a command");
+
+    // A repeat writes nothing and wakes nobody.
+    let repeat = command(1);
+    apply_score_command(&db, &repeat, None)
+        .await
+        .expect("first");
+    assert!(wait_for(&count, 2).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = count.load(Ordering::SeqCst);
+    let outcome = apply_score_command(&db, &repeat, None)
+        .await
+        .expect("repeat");
+    assert!(outcome.duplicate);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(count.load(Ordering::SeqCst), before, "a duplicate notified");
+
+    // Many commands at once: far fewer notifications than commands.
+    let commands = 400;
+    let mut tasks = Vec::new();
+    for worker in 0..16 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (worker..commands).step_by(16) {
+                apply_score_command(&db, &command(i + 10), None)
+                    .await
+                    .expect("command");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("worker");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sent = count.load(Ordering::SeqCst) - before;
+    assert!(
+        (1..u64::from(commands) / 2).contains(&sent),
+        "{sent} notifications for {commands} commands"
+    );
+}
