@@ -1,5 +1,6 @@
 //! `ledgerboard-api`: the HTTP daemon for score commands and leaderboard reads.
 
+pub mod coalesce;
 pub mod error;
 pub mod freshness;
 pub mod guard;

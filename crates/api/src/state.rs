@@ -5,6 +5,7 @@ use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{ApiSettings, ReadAccess, Settings};
 use ledgerboard_core::db::Database;
 
+use crate::coalesce::TopReads;
 use crate::freshness::FreshnessCache;
 use crate::guard::Limiter;
 
@@ -19,6 +20,8 @@ pub struct AppState {
     pub tokens: Arc<TokenTable>,
     pub reads: ReadAccess,
     pub limiter: Option<Arc<Limiter>>,
+    /// Top reads in flight, shared by identical requests.
+    pub top_reads: Arc<TopReads>,
 }
 
 impl AppState {
@@ -34,6 +37,7 @@ impl AppState {
             tokens: Arc::new(TokenTable::parse(&settings.auth.tokens).unwrap_or_default()),
             reads: settings.auth.reads,
             limiter: Limiter::new(api.rate_limit_per_s, api.rate_limit_burst).map(Arc::new),
+            top_reads: Arc::default(),
         }
     }
 }

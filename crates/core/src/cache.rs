@@ -17,6 +17,9 @@ pub enum CacheError {
     Unavailable(String),
     #[error("redis error: {0}")]
     Redis(redis::RedisError),
+    /// The error of a read shared by several requests (the api's coalesced reads).
+    #[error(transparent)]
+    Shared(std::sync::Arc<CacheError>),
 }
 
 impl From<redis::RedisError> for CacheError {

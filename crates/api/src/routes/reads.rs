@@ -7,6 +7,8 @@
 //! - `strong`: PostgreSQL only, for rewards and payouts (503 when it cannot answer; never the
 //!   projection).
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -78,7 +80,9 @@ pub struct AroundQuery {
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Page {
-    entries: Vec<RankedEntry>,
+    /// Shared with the other answers of a coalesced read (`coalesce.rs`).
+    #[schema(value_type = Vec<RankedEntry>)]
+    entries: Arc<Vec<RankedEntry>>,
     freshness: Freshness,
 }
 
@@ -173,8 +177,17 @@ pub async fn top(
     let (entries, freshness) = read(
         &state,
         q.consistency,
-        async || projection_read::top(&state.cache, &board, offset, limit).await,
-        async || reads::top(&state.db, &board, offset, limit).await,
+        async || {
+            state
+                .top_reads
+                .top(&state.cache, &board, offset, limit)
+                .await
+        },
+        async || {
+            reads::top(&state.db, &board, offset, limit)
+                .await
+                .map(Arc::new)
+        },
         |_| true,
     )
     .await?;
@@ -270,5 +283,8 @@ pub async fn around(
     )
     .await?;
     let entries = entries.ok_or(ApiError::NotFound)?;
-    Ok(Json(Page { entries, freshness }))
+    Ok(Json(Page {
+        entries: Arc::new(entries),
+        freshness,
+    }))
 }

@@ -1,0 +1,84 @@
+//! Identical top reads in flight at once share one Redis read; a finished read is never
+//! reused. Against a private redis-server, whose command counters are this test's alone.
+
+use std::sync::Arc;
+
+use ledgerboard_api::coalesce::TopReads;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_testkit::RedisServer;
+
+/// `ZRANGE` calls the server has answered so far.
+async fn zrange_calls(cache: &Cache) -> u64 {
+    let mut conn = cache.connection().await.expect("connection");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .expect("info");
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_zrange:calls="))
+        .and_then(|l| l.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[tokio::test]
+async fn concurrent_identical_reads_share_one_redis_read() {
+    let server = RedisServer::start();
+    let settings = RedisSettings {
+        url: server.url(),
+        namespace: "coalesce".into(),
+        pool_max_size: 64,
+        ..RedisSettings::default()
+    };
+    let cache = Cache::connect(&settings).expect("cache");
+    let board = BoardId::parse("hot").expect("board");
+    let key = cache.keys().scores(&board);
+    let mut conn = cache.connection().await.expect("connection");
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg(&key);
+    for i in 0..5_000 {
+        zadd.arg(i).arg(format!("player-{i}"));
+    }
+    let () = zadd.query_async(&mut conn).await.expect("seed");
+
+    let reads = Arc::new(TopReads::default());
+    let before = zrange_calls(&cache).await;
+    let requests = 200;
+    let mut tasks = Vec::new();
+    for _ in 0..requests {
+        let (reads, cache, board) = (reads.clone(), cache.clone(), board.clone());
+        tasks.push(tokio::spawn(async move {
+            reads.top(&cache, &board, 0, 100).await.expect("read")
+        }));
+    }
+    let mut pages = Vec::new();
+    for t in tasks {
+        pages.push(t.await.expect("task"));
+    }
+    let sent = zrange_calls(&cache).await - before;
+    assert!(
+        (1..requests / 2).contains(&sent),
+        "{sent} Redis reads for {requests} concurrent identical requests"
+    );
+    for page in &pages {
+        assert_eq!(page.len(), 100);
+        assert_eq!(page[0].user_id, "player-4999");
+        assert_eq!(page, &pages[0]);
+    }
+
+    // Another page is another read, and a finished read is not served again: a change made
+    // after it is seen by the next request.
+    let other = reads.top(&cache, &board, 100, 10).await.expect("read");
+    assert_eq!(other[0].user_id, "player-4899");
+    let () = redis::cmd("ZADD")
+        .arg(&key)
+        .arg(1_000_000)
+        .arg("newcomer")
+        .query_async(&mut conn)
+        .await
+        .expect("zadd");
+    let after = reads.top(&cache, &board, 0, 100).await.expect("read");
+    assert_eq!(after[0].user_id, "newcomer");
+}
