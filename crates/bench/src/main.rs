@@ -2,6 +2,13 @@
 //! same machine, in the same run, on fresh databases and namespaces, and writes the ratios.
 //! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
 
+mod api;
+mod commands;
+mod latency;
+mod load;
+mod memory;
+mod pgbench;
+mod plot;
 mod projector;
 mod reads;
 mod reconciler;
@@ -65,16 +72,22 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let machine = report::Machine::read().await?;
+    let commands = commands::run(args.quick, &args.out).await?;
+    let latency = latency::run(args.quick, commands.capacity(), &args.out).await?;
     let projector = projector::run(args.quick, &args.out).await?;
     let reconciler = reconciler::run(args.quick).await?;
     let reads = reads::run(args.quick).await?;
+    let memory = memory::run(args.quick).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
         machine,
+        commands,
+        latency,
         projector,
         reconciler,
         reads,
+        memory,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

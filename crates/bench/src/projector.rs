@@ -1,4 +1,4 @@
-//! Projector throughput and commit-to-visible latency, against PostgreSQL running the same
+//! Projector throughput, against PostgreSQL running the same
 //! claim-and-mark SQL (pgbench) and Redis running the projection script alone.
 
 use std::path::Path;
@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::db::{Database, apply_score_command, migrate, outbox, sql};
-use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::db::{Database, migrate, outbox, sql};
 use ledgerboard_core::projection::apply_batch;
 use ledgerboard_projector::Projector;
 use ledgerboard_projector::stats::Stats;
 use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
 use serde::Serialize;
+
+use crate::pgbench;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -35,19 +36,6 @@ pub struct Drain {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Latency {
-    pub offered_per_s: u64,
-    pub seconds: u64,
-    pub replicas: usize,
-    pub commands: usize,
-    pub samples: usize,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-}
-
-#[derive(Debug, Serialize)]
 pub struct ProjectorFigures {
     pub backlog_rows: i64,
     pub users: i64,
@@ -56,7 +44,6 @@ pub struct ProjectorFigures {
     pub script_alone: Vec<Throughput>,
     pub limit_rows_per_s: f64,
     pub drains: Vec<Drain>,
-    pub latency: Latency,
 }
 
 pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
@@ -78,7 +65,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     for clients in [1, 4] {
         reset_outbox(&client).await?;
         let transactions = (rows as usize).div_ceil(BATCH).div_ceil(clients);
-        let tps = pgbench(&db.url, &script, clients, transactions)?;
+        let tps = pgbench::run_counted(&db.url, &script, clients, transactions)?;
         claim_and_mark.push(Throughput {
             clients,
             rows_per_s: tps * BATCH as f64,
@@ -157,8 +144,6 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
         });
     }
 
-    eprintln!("commit-to-visible latency");
-    let latency = latency(&mut settings, &client, quick).await?;
     Ok(ProjectorFigures {
         backlog_rows: rows,
         users,
@@ -167,7 +152,6 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
         script_alone,
         limit_rows_per_s,
         drains,
-        latency,
     })
 }
 
@@ -176,23 +160,16 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
 /// claim finds exactly them), then commit.
 fn pgbench_script() -> String {
     let claim = sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string());
-    let claim = strip_comments(&claim);
+    let claim = pgbench::strip_comments(&claim);
     // The same claim, returning only the ids: its select list is replaced, whatever it is.
     let select = claim.find("SELECT ").expect("the claim is a SELECT");
     let from = select + claim[select..].find("FROM ").expect("the claim has a FROM");
     let ids = format!("{}SELECT id {}", &claim[..select], &claim[from..]);
     // Transactional mode: no lease owner ($2 is NULL).
-    let publish = strip_comments(sql::OUTBOX_PUBLISH)
+    let publish = pgbench::strip_comments(sql::OUTBOX_PUBLISH)
         .replace("$1::bigint[]", &format!("ARRAY({ids})"))
         .replace("$2::text", "NULL::text");
     format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n")
-}
-
-fn strip_comments(sql: &str) -> String {
-    sql.lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {
@@ -209,31 +186,9 @@ async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {
         .context("vacuuming the outbox")
 }
 
-fn pgbench(url: &str, script: &Path, clients: usize, transactions: usize) -> anyhow::Result<f64> {
-    let output = std::process::Command::new("pgbench")
-        .args(["-n", "-c", &clients.to_string(), "-j", &clients.to_string()])
-        .args(["-t", &transactions.to_string(), "-f"])
-        .arg(script)
-        .arg(url)
-        .output()
-        .context("running pgbench (apt-get install postgresql-contrib?)")?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    anyhow::ensure!(
-        output.status.success(),
-        "pgbench failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("tps = "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .with_context(|| format!("no tps in pgbench output: {stdout}"))
-}
-
 /// A projector replica in this process; its counters tell when the drain is done, so the
 /// measurement itself puts no load on PostgreSQL.
-fn start_replica(
+pub fn start_replica(
     settings: &Settings,
     cancel: &CancellationToken,
 ) -> anyhow::Result<(Arc<Stats>, tokio::task::JoinHandle<()>)> {
@@ -271,133 +226,4 @@ async fn pending(client: &tokio_postgres::Client) -> anyhow::Result<i64> {
         )
         .await?
         .get(0))
-}
-
-/// Offers commands at a steady rate through the real command path with two projector
-/// replicas running, from an empty outbox; a watcher reads the version hash every
-/// millisecond and notes when each sampled command's version became visible.
-async fn latency(
-    settings: &mut Settings,
-    client: &tokio_postgres::Client,
-    quick: bool,
-) -> anyhow::Result<Latency> {
-    let (rate, seconds, replicas) = if quick {
-        (200_u64, 3_u64, 2)
-    } else {
-        (1_000, 15, 2)
-    };
-    client
-        .batch_execute("TRUNCATE leaderboard_outbox, score_events, user_scores")
-        .await?;
-    let redis = TestRedis::new();
-    settings.redis.namespace = redis.namespace.clone();
-    let cancel = CancellationToken::new();
-    let handles: Vec<_> = (0..replicas)
-        .map(|_| start_replica(settings, &cancel))
-        .collect::<anyhow::Result<_>>()?;
-    let db = Database::connect(&settings.database, "bench-commands")?;
-    let cache = Cache::connect(&settings.redis)?;
-    let board = BoardId::parse("latency")?;
-    let versions_key = cache.keys().versions(&board);
-
-    // (user, version, committed at) waiting to be seen; latencies of the seen ones.
-    let waiting: Arc<Mutex<Vec<(String, i64, Instant)>>> = Arc::default();
-    let seen: Arc<Mutex<Vec<f64>>> = Arc::default();
-    let watcher = {
-        let (waiting, seen, cache, key, stop) = (
-            waiting.clone(),
-            seen.clone(),
-            cache.clone(),
-            versions_key.clone(),
-            cancel.child_token(),
-        );
-        tokio::spawn(async move {
-            let mut conn = match cache.connection().await {
-                Ok(c) => c,
-                Err(_) => return,
-            };
-            while !stop.is_cancelled() {
-                let batch: Vec<_> = waiting.lock().await.clone();
-                if !batch.is_empty() {
-                    let mut pipe = redis::pipe();
-                    for (user, _, _) in &batch {
-                        pipe.cmd("HGET").arg(&key).arg(user);
-                    }
-                    let versions: Vec<Option<i64>> =
-                        pipe.query_async(&mut conn).await.unwrap_or_default();
-                    let now = Instant::now();
-                    let mut done = Vec::new();
-                    for ((user, version, at), got) in batch.iter().zip(versions) {
-                        if got.is_some_and(|g| g >= *version) {
-                            done.push((user.clone(), *version));
-                            seen.lock()
-                                .await
-                                .push(now.duration_since(*at).as_secs_f64() * 1000.0);
-                        }
-                    }
-                    waiting
-                        .lock()
-                        .await
-                        .retain(|(u, v, _)| !done.contains(&(u.clone(), *v)));
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-    };
-    let total = (rate * seconds) as usize;
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
-    let mut commands = Vec::with_capacity(total);
-    for i in 0..total {
-        ticker.tick().await;
-        let (db, board, waiting) = (db.clone(), board.clone(), waiting.clone());
-        commands.push(tokio::spawn(async move {
-            let user = format!("player-{}", i % 5_000);
-            let command = ScoreCommand {
-                event_id: EventId::from(uuid::Uuid::new_v4()),
-                board,
-                user_id: UserId::parse(&user)?,
-                delta: Delta::new((i % 100) as i64 + 1)?,
-            };
-            let outcome = apply_score_command(&db, &command, None).await?;
-            // Every 5th command is sampled, to keep the watcher's reads light.
-            if i % 5 == 0 {
-                waiting
-                    .lock()
-                    .await
-                    .push((user, outcome.version, Instant::now()));
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for c in commands {
-        c.await??;
-    }
-    let started = Instant::now();
-    while !waiting.lock().await.is_empty() && started.elapsed() < Duration::from_secs(30) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    cancel.cancel();
-    watcher.await?;
-    for (_, h) in handles {
-        h.await?;
-    }
-    let mut samples = seen.lock().await.clone();
-    anyhow::ensure!(!samples.is_empty(), "no command became visible");
-    anyhow::ensure!(
-        waiting.lock().await.is_empty(),
-        "some commands never became visible"
-    );
-    samples.sort_by(f64::total_cmp);
-    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
-    Ok(Latency {
-        offered_per_s: rate,
-        seconds,
-        replicas,
-        commands: total,
-        samples: samples.len(),
-        p50_ms: pct(0.50),
-        p95_ms: pct(0.95),
-        p99_ms: pct(0.99),
-        max_ms: pct(1.0),
-    })
 }

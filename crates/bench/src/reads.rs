@@ -1,21 +1,17 @@
 //! Top-100 reads per second through the API (in this process, on a real socket, keep-alive
-//! HTTP/1.1 clients) against redis-benchmark running `ZREVRANGE key 0 99 WITHSCORES` on the
+//! HTTP/1.1 clients of [`crate::load`]) against redis-benchmark running `ZREVRANGE key 0 99 WITHSCORES` on the
 //! same sorted set at the same concurrency.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use ledgerboard_api::{AppState, router, serve};
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_testkit::{TestDb, TestRedis};
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
+
+use crate::api::Stack;
+use crate::load;
 
 #[derive(Debug, Serialize)]
 pub struct ReadFigures {
@@ -31,17 +27,8 @@ pub struct ReadFigures {
 pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
     let users: i64 = 10_000;
     let seconds = if quick { 1.0 } else { 8.0 };
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
-    settings.redis.namespace = redis.namespace.clone();
-    settings.database.pool_max_size = 32;
-    settings.redis.pool_max_size = 64;
-    // Every load client comes from one address: the per-address limit would measure itself.
-    settings.api.rate_limit_per_s = 0;
-    migrate(&settings.database).await?;
-    let client = db.client().await;
+    let stack = Stack::start(64).await?;
+    let client = stack.db.client().await;
     client
         .execute(
             "INSERT INTO user_scores (board_id, user_id, score, version)
@@ -49,9 +36,8 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             &[&users],
         )
         .await?;
-    let cache = Cache::connect(&settings.redis)?;
-    let board = BoardId::parse("top")?;
-    let key = cache.keys().scores(&board);
+    let cache = Cache::connect(&stack.settings.redis)?;
+    let key = cache.keys().scores(&BoardId::parse("top")?);
     {
         let rows = client
             .query("SELECT user_id, score FROM user_scores", &[])
@@ -67,89 +53,35 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
         }
     }
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = router(
-        AppState::new(
-            Database::connect(&settings.database, "bench-api")?,
-            cache,
-            &settings,
-        ),
-        &settings.api,
-    );
-    let stop = CancellationToken::new();
-    let server = tokio::spawn({
-        let api = settings.api.clone();
-        let stop = stop.clone();
-        async move { serve(listener, app, &api, stop, Duration::from_secs(1)).await }
-    });
-
     let mut figures = Vec::new();
     for clients in [16, 64] {
         eprintln!("top-100 reads with {clients} clients");
-        let (requests, latencies_ms, secs) =
-            load(addr, clients, Duration::from_secs_f64(seconds)).await?;
-        let redis_benchmark_per_s =
-            redis_benchmark(&settings, &key, clients, (requests as usize).max(10_000))?;
-        let pct = |p: f64| latencies_ms[((latencies_ms.len() - 1) as f64 * p).round() as usize];
+        let run = load::closed_loop(
+            stack.addr,
+            clients,
+            Duration::from_secs_f64(seconds),
+            200,
+            |_, _| load::request("GET", "/v1/boards/top/top?limit=100", None, None),
+        )
+        .await?;
+        let redis_benchmark_per_s = redis_benchmark(
+            &stack.settings,
+            &key,
+            clients,
+            (run.requests as usize).max(10_000),
+        )?;
         figures.push(ReadFigures {
             clients,
-            seconds: secs,
-            requests,
-            per_s: requests as f64 / secs,
-            p50_ms: pct(0.5),
-            p99_ms: pct(0.99),
+            seconds: run.seconds,
+            requests: run.requests,
+            per_s: run.per_s(),
+            p50_ms: run.percentile(0.5),
+            p99_ms: run.percentile(0.99),
             redis_benchmark_per_s,
         });
     }
-    stop.cancel();
-    server.await??;
+    stack.stop().await?;
     Ok(figures)
-}
-
-/// `clients` keep-alive connections, each sending GET top?limit=100 back to back for
-/// `duration`; every answer must be 200.
-async fn load(
-    addr: std::net::SocketAddr,
-    clients: usize,
-    duration: Duration,
-) -> anyhow::Result<(u64, Vec<f64>, f64)> {
-    let started = Instant::now();
-    let deadline = started + duration;
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        tasks.push(tokio::spawn(async move {
-            let stream = tokio::net::TcpStream::connect(addr).await?;
-            let (mut sender, conn) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(conn);
-            let mut latencies = Vec::new();
-            while Instant::now() < deadline {
-                let request = hyper::Request::get("/v1/boards/top/top?limit=100")
-                    .header("host", "bench")
-                    .body(Empty::<Bytes>::new())?;
-                let sent = Instant::now();
-                let response = sender.send_request(request).await?;
-                let status = response.status();
-                let body = response.into_body().collect().await?.to_bytes();
-                anyhow::ensure!(
-                    status == 200,
-                    "{status}: {}",
-                    String::from_utf8_lossy(&body)
-                );
-                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
-            }
-            anyhow::Ok(latencies)
-        }));
-    }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
-    }
-    let secs = started.elapsed().as_secs_f64();
-    all.sort_by(f64::total_cmp);
-    anyhow::ensure!(!all.is_empty(), "no request completed");
-    Ok((all.len() as u64, all, secs))
 }
 
 fn redis_benchmark(

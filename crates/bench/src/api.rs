@@ -1,0 +1,69 @@
+//! The API as the benchmarks run it: in this process on the main runtime, on a real socket,
+//! with the daemon's router and server loop, one fresh database and Redis namespace.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ledgerboard_api::{AppState, router, serve};
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_testkit::{TestDb, TestRedis, test_tokens};
+use tokio_util::sync::CancellationToken;
+
+/// A fresh database and namespace, the settings pointing at them, and the API serving them.
+pub struct Stack {
+    pub db: TestDb,
+    /// Held so that its namespace is deleted with the stack.
+    _redis: TestRedis,
+    pub settings: Settings,
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Stack {
+    /// Pools sized for `clients` concurrent requests; the test token may write.
+    pub async fn start(clients: usize) -> anyhow::Result<Self> {
+        let db = TestDb::create().await;
+        let redis = TestRedis::new();
+        let mut settings = Settings::default();
+        settings.database.url = db.url.clone();
+        settings.redis.namespace = redis.namespace.clone();
+        settings.database.pool_max_size = clients;
+        settings.redis.pool_max_size = clients;
+        settings.auth.tokens = test_tokens();
+        // Every load client comes from one address: the per-address limit would measure itself.
+        settings.api.rate_limit_per_s = 0;
+        migrate(&settings.database).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let app = router(
+            AppState::new(
+                Database::connect(&settings.database, "bench-api")?,
+                Cache::connect(&settings.redis)?,
+                &settings,
+            ),
+            &settings.api,
+        );
+        let stop = CancellationToken::new();
+        let server = tokio::spawn({
+            let (api, stop) = (settings.api.clone(), stop.clone());
+            async move { serve(listener, app, &api, stop, Duration::from_secs(1)).await }
+        });
+        Ok(Self {
+            db,
+            _redis: redis,
+            settings,
+            addr,
+            stop,
+            server,
+        })
+    }
+
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.server.await??;
+        Ok(())
+    }
+}

@@ -1,0 +1,118 @@
+//! Command throughput through the API (HTTP, token check, the one-statement command, JSON
+//! answer) against pgbench running the same statement at the same client counts.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ledgerboard_core::db::sql;
+use ledgerboard_testkit::TEST_TOKEN;
+use serde::Serialize;
+
+use crate::api::Stack;
+use crate::load::{self, percentile};
+use crate::pgbench::{self, strip_comments};
+
+/// Users the commands spread over, uniformly: few enough to update existing rows, many enough
+/// that two clients rarely wait on one user's row lock.
+const USERS: u64 = 100_000;
+pub const BOARD: &str = "commands";
+
+#[derive(Debug, Serialize)]
+pub struct CommandFigures {
+    pub clients: usize,
+    pub per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub pgbench_per_s: f64,
+    pub pgbench_p50_ms: f64,
+    pub pgbench_p99_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Commands {
+    pub seconds: f64,
+    pub users: u64,
+    pub levels: Vec<CommandFigures>,
+}
+
+impl Commands {
+    /// The highest rate the API reached: "the measured command capacity".
+    pub fn capacity(&self) -> f64 {
+        self.levels.iter().map(|l| l.per_s).fold(0.0, f64::max)
+    }
+}
+
+pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
+    let seconds = if quick { 1.0 } else { 8.0 };
+    let clients_levels: &[usize] = if quick { &[1, 16] } else { &[1, 4, 16, 64] };
+    let script = out.join("command.sql");
+    std::fs::write(&script, pgbench_script())?;
+    let mut levels = Vec::new();
+    for &clients in clients_levels {
+        eprintln!("commands through the API with {clients} client(s)");
+        // A fresh database for each side, so neither inherits the other's table bloat.
+        let stack = Stack::start(clients + 4).await?;
+        let ours = load::closed_loop(
+            stack.addr,
+            clients,
+            Duration::from_secs_f64(seconds),
+            201,
+            command_request,
+        )
+        .await?;
+        stack.stop().await?;
+        eprintln!("limit: pgbench running the command statement, {clients} client(s)");
+        let stack = Stack::start(clients + 4).await?;
+        let limit = pgbench::run_timed(&stack.db.url, &script, clients, seconds)?;
+        stack.stop().await?;
+        levels.push(CommandFigures {
+            clients,
+            per_s: ours.per_s(),
+            p50_ms: ours.percentile(0.5),
+            p99_ms: ours.percentile(0.99),
+            pgbench_per_s: limit.tps,
+            pgbench_p50_ms: percentile(&limit.latencies_ms, 0.5),
+            pgbench_p99_ms: percentile(&limit.latencies_ms, 0.99),
+        });
+    }
+    Ok(Commands {
+        seconds,
+        users: USERS,
+        levels,
+    })
+}
+
+/// `POST /v1/boards/commands/scores` with a new event id and a random user.
+pub fn command_request(_client: usize, _i: u64) -> Vec<u8> {
+    let event = uuid::Uuid::new_v4();
+    // The event id's random bits pick the user: no second random source needed.
+    let user = event.as_u128() % USERS as u128;
+    let delta = (event.as_u128() >> 64) % 100 + 1;
+    load::request(
+        "POST",
+        &format!("/v1/boards/{BOARD}/scores"),
+        Some(TEST_TOKEN),
+        Some(&format!(
+            r#"{{"event_id":"{event}","user_id":"player-{user}","delta":{delta}}}"#
+        )),
+    )
+}
+
+/// The API's command statement with pgbench variables for its parameters: the event id is
+/// built from two random 64-bit numbers (so one statement uses one id in all three places),
+/// the user and the delta are drawn like the API load's, no trace context.
+fn pgbench_script() -> String {
+    let statement = strip_comments(sql::SCORE_COMMAND)
+        .replace(
+            "$1",
+            "(lpad(to_hex(:ea::bigint), 16, '0') || lpad(to_hex(:eb::bigint), 16, '0'))::uuid",
+        )
+        .replace("$2", &format!("'{BOARD}'::text"))
+        .replace("$3", "('player-' || :u::text)")
+        .replace("$4", ":d::integer")
+        .replace("$5", "NULL::text");
+    format!(
+        "\\set ea random(0, 9223372036854775806)\n\\set eb random(0, 9223372036854775806)\n\\set u random(0, {})\n\\set d random(1, 100)\n{statement};\n",
+        USERS - 1
+    )
+}

@@ -1,0 +1,247 @@
+//! Commit-to-visible latency under steady load: commands offered through the API at 25%, 50%
+//! and 75% of the command capacity measured earlier in the run, two projector replicas
+//! draining, each level from an empty outbox. A watcher reads the board's version hash every
+//! millisecond and notes when each sampled command's version became visible.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::domain::BoardId;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::Stack;
+use crate::commands::command_request;
+use crate::load::{self, Connection, percentile};
+use crate::plot;
+use crate::projector::start_replica;
+
+const REPLICAS: usize = 2;
+/// Every Nth command is watched, to keep the watcher's reads light.
+const SAMPLE_EVERY: u64 = 5;
+/// Connections the offered load is spread over.
+const CONNECTIONS: usize = 32;
+
+#[derive(Debug, Serialize)]
+pub struct Level {
+    pub percent: u32,
+    pub offered_per_s: f64,
+    pub achieved_per_s: f64,
+    pub commands: u64,
+    pub samples: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// (seconds into the level, lag in ms) of every sample, for the plot.
+    #[serde(skip)]
+    pub series: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyFigures {
+    pub capacity_per_s: f64,
+    pub seconds: f64,
+    pub replicas: usize,
+    pub sample_every: u64,
+    pub levels: Vec<Level>,
+    pub plot: String,
+}
+
+/// A sampled command waiting to be seen: user, version, when its answer arrived.
+type Waiting = Arc<Mutex<Vec<(String, i64, Instant)>>>;
+
+pub async fn run(quick: bool, capacity: f64, out: &Path) -> anyhow::Result<LatencyFigures> {
+    let seconds = if quick { 2.0 } else { 15.0 };
+    let mut levels = Vec::new();
+    for percent in [25, 50, 75] {
+        let rate = capacity * f64::from(percent) / 100.0;
+        eprintln!("commit-to-visible at {percent}% of capacity ({rate:.0} commands/s)");
+        levels.push(level(percent, rate, seconds).await?);
+    }
+    let plot_path = out.join("commit-to-visible.png");
+    let series: Vec<_> = levels
+        .iter()
+        .map(|l| plot::Series {
+            label: format!(
+                "{}% ({:.0}/s): p50 {:.1} ms, p99 {:.1} ms",
+                l.percent, l.achieved_per_s, l.p50_ms, l.p99_ms
+            ),
+            points: &l.series,
+        })
+        .collect();
+    plot::lag_over_time(
+        &plot_path,
+        &format!(
+            "Commit-to-visible lag, every {SAMPLE_EVERY}th command, {REPLICAS} projector replicas"
+        ),
+        &series,
+    )?;
+    Ok(LatencyFigures {
+        capacity_per_s: capacity,
+        seconds,
+        replicas: REPLICAS,
+        sample_every: SAMPLE_EVERY,
+        levels,
+        plot: plot_path.display().to_string(),
+    })
+}
+
+async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
+    let stack = Stack::start(CONNECTIONS + 8).await?;
+    let cancel = CancellationToken::new();
+    let replicas: Vec<_> = (0..REPLICAS)
+        .map(|_| start_replica(&stack.settings, &cancel))
+        .collect::<anyhow::Result<_>>()?;
+    let cache = Cache::connect(&stack.settings.redis)?;
+    let versions_key = cache
+        .keys()
+        .versions(&BoardId::parse(crate::commands::BOARD)?);
+
+    let waiting: Waiting = Arc::default();
+    let started = Instant::now();
+    let stop_watching = CancellationToken::new();
+    let watcher = tokio::spawn(watch(
+        cache.clone(),
+        versions_key,
+        waiting.clone(),
+        started,
+        stop_watching.clone(),
+    ));
+    let (commands, elapsed) = offer(stack.addr, rate, seconds, waiting.clone()).await?;
+    // Every sampled command must become visible; the wait is bounded.
+    let drained = Instant::now();
+    while !lock(&waiting).is_empty() && drained.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop_watching.cancel();
+    let mut series = watcher.await??;
+    cancel.cancel();
+    for (_, h) in replicas {
+        h.await?;
+    }
+    anyhow::ensure!(
+        lock(&waiting).is_empty(),
+        "{} sampled commands never became visible",
+        lock(&waiting).len()
+    );
+    stack.stop().await?;
+    series.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut lags: Vec<f64> = series.iter().map(|p| p.1).collect();
+    lags.sort_by(f64::total_cmp);
+    anyhow::ensure!(!lags.is_empty(), "no command became visible");
+    Ok(Level {
+        percent,
+        offered_per_s: rate,
+        achieved_per_s: commands as f64 / elapsed,
+        commands,
+        samples: lags.len(),
+        p50_ms: percentile(&lags, 0.50),
+        p95_ms: percentile(&lags, 0.95),
+        p99_ms: percentile(&lags, 0.99),
+        max_ms: percentile(&lags, 1.0),
+        series,
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Open loop: connection k sends its j-th command at (j × CONNECTIONS + k) / rate; one that
+/// falls behind sends at once. Returns the commands sent and the seconds they took.
+async fn offer(
+    addr: std::net::SocketAddr,
+    rate: f64,
+    seconds: f64,
+    waiting: Waiting,
+) -> anyhow::Result<(u64, f64)> {
+    load::on_load_runtime(async move {
+        let total = (rate * seconds) as u64;
+        let mut connections = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            connections.push(Connection::open(addr).await?);
+        }
+        let started = tokio::time::Instant::now();
+        let mut tasks = Vec::new();
+        for (k, mut conn) in connections.into_iter().enumerate() {
+            let waiting = waiting.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut sent = 0u64;
+                let mut i = k as u64;
+                while i < total {
+                    tokio::time::sleep_until(started + Duration::from_secs_f64(i as f64 / rate))
+                        .await;
+                    let request = command_request(k, i);
+                    let answer = conn.send(&request).await?;
+                    anyhow::ensure!(
+                        answer.status == 201,
+                        "{}: {}",
+                        answer.status,
+                        String::from_utf8_lossy(&answer.body)
+                    );
+                    sent += 1;
+                    if i.is_multiple_of(SAMPLE_EVERY) {
+                        let outcome: serde_json::Value = serde_json::from_slice(&answer.body)?;
+                        let user = outcome["user_id"]
+                            .as_str()
+                            .context("answer without user_id")?
+                            .to_owned();
+                        let version = outcome["version"]
+                            .as_i64()
+                            .context("answer without version")?;
+                        lock(&waiting).push((user, version, Instant::now()));
+                    }
+                    i += CONNECTIONS as u64;
+                }
+                anyhow::Ok(sent)
+            }));
+        }
+        let mut sent = 0;
+        for t in tasks {
+            sent += t.await??;
+        }
+        Ok((sent, started.elapsed().as_secs_f64()))
+    })
+    .await
+}
+
+/// Reads the sampled users' versions every millisecond; returns (seconds since `started`,
+/// lag in ms) for every sample seen.
+async fn watch(
+    cache: Cache,
+    key: String,
+    waiting: Waiting,
+    started: Instant,
+    stop: CancellationToken,
+) -> anyhow::Result<Vec<(f64, f64)>> {
+    let mut conn = cache.connection().await?;
+    let mut seen = Vec::new();
+    while !stop.is_cancelled() {
+        let batch: Vec<_> = lock(&waiting).clone();
+        if !batch.is_empty() {
+            let mut pipe = redis::pipe();
+            for (user, _, _) in &batch {
+                pipe.cmd("HGET").arg(&key).arg(user);
+            }
+            let versions: Vec<Option<i64>> = pipe.query_async(&mut conn).await?;
+            let now = Instant::now();
+            let mut done = Vec::new();
+            for ((user, version, at), got) in batch.iter().zip(versions) {
+                if got.is_some_and(|g| g >= *version) {
+                    done.push((user.clone(), *version));
+                    seen.push((
+                        at.duration_since(started).as_secs_f64(),
+                        now.duration_since(*at).as_secs_f64() * 1000.0,
+                    ));
+                }
+            }
+            lock(&waiting).retain(|(u, v, _)| !done.contains(&(u.clone(), *v)));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(seen)
+}
