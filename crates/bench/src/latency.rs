@@ -24,6 +24,10 @@ const REPLICAS: usize = 2;
 const SAMPLE_EVERY: u64 = 5;
 /// Connections the offered load is spread over.
 const CONNECTIONS: usize = 32;
+/// Load offered before the measured phase, unsampled: fresh pools connect and prepare, the
+/// projectors load their script. Without it every level's first 0.3 s showed lags of up to
+/// 230 ms that belong to start-up, not to steady load.
+const WARMUP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Serialize)]
 pub struct Level {
@@ -44,6 +48,7 @@ pub struct Level {
 #[derive(Debug, Serialize)]
 pub struct LatencyFigures {
     pub capacity_per_s: f64,
+    pub warmup_seconds: f64,
     pub seconds: f64,
     pub replicas: usize,
     pub sample_every: u64,
@@ -82,6 +87,7 @@ pub async fn run(quick: bool, capacity: f64, out: &Path) -> anyhow::Result<Laten
     )?;
     Ok(LatencyFigures {
         capacity_per_s: capacity,
+        warmup_seconds: WARMUP.as_secs_f64(),
         seconds,
         replicas: REPLICAS,
         sample_every: SAMPLE_EVERY,
@@ -102,7 +108,8 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
         .versions(&BoardId::parse(crate::commands::BOARD)?);
 
     let waiting: Waiting = Arc::default();
-    let started = Instant::now();
+    // The measured phase starts after the warm-up.
+    let started = Instant::now() + WARMUP;
     let stop_watching = CancellationToken::new();
     let watcher = tokio::spawn(watch(
         cache.clone(),
@@ -112,6 +119,10 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
         stop_watching.clone(),
     ));
     let (commands, elapsed) = offer(stack.addr, rate, seconds, waiting.clone()).await?;
+    anyhow::ensure!(
+        Instant::now() > started,
+        "the load ended inside its warm-up"
+    );
     // Every sampled command must become visible; the wait is bounded.
     let drained = Instant::now();
     while !lock(&waiting).is_empty() && drained.elapsed() < Duration::from_secs(30) {
@@ -152,7 +163,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Open loop: connection k sends its j-th command at (j × CONNECTIONS + k) / rate; one that
-/// falls behind sends at once. Returns the commands sent and the seconds they took.
+/// falls behind sends at once. The first [`WARMUP`] is offered but neither sampled nor
+/// counted. Returns the commands sent after it and the seconds they took.
 async fn offer(
     addr: std::net::SocketAddr,
     rate: f64,
@@ -160,7 +172,8 @@ async fn offer(
     waiting: Waiting,
 ) -> anyhow::Result<(u64, f64)> {
     load::on_load_runtime(async move {
-        let total = (rate * seconds) as u64;
+        let first = (rate * WARMUP.as_secs_f64()) as u64;
+        let total = first + (rate * seconds) as u64;
         let mut connections = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
             connections.push(Connection::open(addr).await?);
@@ -183,6 +196,10 @@ async fn offer(
                         answer.status,
                         String::from_utf8_lossy(&answer.body)
                     );
+                    if i < first {
+                        i += CONNECTIONS as u64;
+                        continue;
+                    }
                     sent += 1;
                     if i.is_multiple_of(SAMPLE_EVERY) {
                         let outcome: serde_json::Value = serde_json::from_slice(&answer.body)?;
@@ -204,7 +221,13 @@ async fn offer(
         for t in tasks {
             sent += t.await??;
         }
-        Ok((sent, started.elapsed().as_secs_f64()))
+        let measured = started + WARMUP;
+        Ok((
+            sent,
+            tokio::time::Instant::now()
+                .saturating_duration_since(measured)
+                .as_secs_f64(),
+        ))
     })
     .await
 }
@@ -234,7 +257,7 @@ async fn watch(
                 if got.is_some_and(|g| g >= *version) {
                     done.push((user.clone(), *version));
                     seen.push((
-                        at.duration_since(started).as_secs_f64(),
+                        at.saturating_duration_since(started).as_secs_f64(),
                         now.duration_since(*at).as_secs_f64() * 1000.0,
                     ));
                 }

@@ -15,6 +15,9 @@ pub struct Machine {
     pub cpu: String,
     pub postgres: String,
     pub redis: String,
+    /// The server settings that move these figures, as `name=value`.
+    pub postgres_settings: String,
+    pub redis_settings: String,
 }
 
 impl Machine {
@@ -29,11 +32,41 @@ impl Machine {
             .unwrap_or_else(|| "unknown".into());
         let postgres = command_output("psql", &["--version"]);
         let redis = command_output("redis-server", &["--version"]);
+        let postgres_settings = command_output(
+            "psql",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-Atc",
+                "SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) \
+                 FROM pg_settings WHERE name IN ('shared_buffers', 'synchronous_commit', 'fsync', \
+                 'wal_level', 'max_connections', 'checkpoint_timeout', 'max_wal_size', 'work_mem', \
+                 'commit_delay', 'jit')",
+            ],
+        );
+        let redis_settings = [
+            "maxmemory",
+            "maxmemory-policy",
+            "appendonly",
+            "save",
+            "io-threads",
+        ]
+        .iter()
+        .map(|name| {
+            let out = command_output("redis-cli", &["-h", "127.0.0.1", "config", "get", name]);
+            format!("{name}={}", out.lines().nth(1).unwrap_or("?"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
         Ok(Self {
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu,
             postgres,
             redis,
+            postgres_settings,
+            redis_settings,
         })
     }
 }
@@ -165,13 +198,14 @@ impl Report {
         let mut out = format!(
             "## Commit-to-visible under steady load\n\n\
              Commands through the API at a fraction of the command capacity measured above \
-             ({:.0} /s), {} s per level from an empty outbox, {} projector replicas; every {}th \
+             ({:.0} /s), {} s per level after {} s of unmeasured warm-up, from an empty outbox, {} projector replicas; every {}th \
              command watched (its version read from Redis every millisecond, so ±1 ms). \
              Plot: `{}`.\n\n\
              | load | offered | achieved | sampled | p50 | p95 | p99 | max | target |\n\
              |---|---|---|---|---|---|---|---|---|\n",
             l.capacity_per_s,
             l.seconds,
+            l.warmup_seconds,
             l.replicas,
             l.sample_every,
             std::path::Path::new(&l.plot)
@@ -244,9 +278,10 @@ impl Report {
                 format!("{:.0} B", b.per_user(b.total())),
             ]));
         }
+        let m = &self.machine;
         out.push_str(&format!(
-            "\nMachine: {} cores, {}; {}; {}.\n",
-            self.machine.cores, self.machine.cpu, self.machine.postgres, self.machine.redis
+            "\nMachine: {} cores, {}; {}; {}.\n\nPostgreSQL settings: {}.\n\nRedis settings: {}.\n",
+            m.cores, m.cpu, m.postgres, m.redis, m.postgres_settings, m.redis_settings
         ));
         out.push_str(if self.telemetry {
             "\nTelemetry: on, as in the daemons (metrics recorded, request and batch spans created, no OTLP export).\n"

@@ -147,7 +147,24 @@ impl Stack {
 
     /// Runs `ledgerboard-reconciler --once <args>` to its end (at most 120 s) and returns its
     /// JSON report.
+    /// A lock left by a reconciler that stopped mid-pass expires by itself
+    /// (`reconciler.lock_ttl_ms`, 30 s by default): until then the pass is retried.
     pub async fn reconcile_once(&self, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.reconcile_once_now(args).await {
+                Err(e)
+                    if e.to_string().contains("another reconciler holds the lock")
+                        && started.elapsed() < Duration::from_secs(40) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn reconcile_once_now(&self, args: &[&str]) -> anyhow::Result<serde_json::Value> {
         let mut command = tokio::process::Command::new(Self::binary(RECONCILER)?);
         command.arg("--once").args(args).kill_on_drop(true);
         for (key, _) in std::env::vars_os() {

@@ -132,9 +132,9 @@ impl HeldLock {
     /// Deletes the lock if it is still ours.
     pub async fn release(self) {
         self.renewer.abort();
-        if self.lost.is_cancelled() {
-            return;
-        }
+        // Even when a renewal failed and the lock counts as lost, the key may still be ours
+        // (the renewal timed out, Redis answered later): the release compares the token, so it
+        // deletes only our own lock, and a standby need not wait out the TTL.
         let released = async {
             let mut conn = self.cache.connection().await?;
             let _: i64 = LOCK_RELEASE

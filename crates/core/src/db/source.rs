@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 
+use tokio_postgres::types::Type;
+
 use super::errors::StoreError;
 use super::{Database, sql};
 use crate::domain::BoardId;
@@ -47,9 +49,15 @@ pub async fn chunk(
     let client = db.client().await?;
     let (_, rows) = db
         .bounded("reconcile_chunk", client, async |c| {
-            c.query(
+            // Typed parameters and the unnamed statement: one round trip per chunk, where
+            // `query` with a string prepares first (two).
+            c.query_typed(
                 sql::RECONCILE_CHUNK,
-                &[&board.as_str(), &cursor, &(limit as i64)],
+                &[
+                    (&board.as_str(), Type::TEXT),
+                    (&cursor, Type::TEXT),
+                    (&(limit as i64), Type::INT8),
+                ],
             )
             .await
         })
