@@ -56,7 +56,7 @@ pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
         // One command per user: every user has a score, a version and one live marker.
         seed_outbox(&client, board, users, users).await;
         let c = database.client().await?;
-        let entries: Vec<_> = outbox::claim(&c, users as usize)
+        let entries: Vec<_> = outbox::claim(&c, database.statements(), users as usize)
             .await?
             .into_iter()
             .filter_map(|c| c.entry.ok())

@@ -77,7 +77,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     let entries = {
         let d = Database::connect(&settings.database, "bench")?;
         let c = d.client().await?;
-        let claimed = outbox::claim(&c, rows as usize).await?;
+        let claimed = outbox::claim(&c, d.statements(), rows as usize).await?;
         claimed
             .into_iter()
             .filter_map(|c| c.entry.ok())

@@ -62,6 +62,25 @@ pub struct DatabaseSettings {
     pub statement_timeout_ms: u64,
     /// How long a daemon waits for PostgreSQL to answer at start-up before giving up.
     pub startup_timeout_ms: u64,
+    /// `url` leads to a transaction pooler (PgBouncer `pool_mode = transaction`): statements
+    /// are sent unnamed (no prepared statement outlives its round trip) and no start-up
+    /// `options` are sent, so `statement_timeout` must be set on the role (see
+    /// docs/operations.md).
+    pub transaction_pooler: bool,
+    /// A direct connection to PostgreSQL for what needs a session of its own: the projectors'
+    /// LISTEN and the migration lock. Empty: `url`.
+    pub direct_url: String,
+}
+
+impl DatabaseSettings {
+    /// Where LISTEN and migrations connect: `direct_url`, or `url` when it is empty.
+    pub fn session_url(&self) -> &str {
+        if self.direct_url.is_empty() {
+            &self.url
+        } else {
+            &self.direct_url
+        }
+    }
 }
 
 impl Default for DatabaseSettings {
@@ -73,6 +92,8 @@ impl Default for DatabaseSettings {
             pool_wait_timeout_ms: 2_000,
             statement_timeout_ms: 5_000,
             startup_timeout_ms: 120_000,
+            transaction_pooler: false,
+            direct_url: String::new(),
         }
     }
 }
@@ -493,6 +514,15 @@ impl Settings {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let db = &self.database;
         parse_postgres_url(&db.url)?;
+        if !db.direct_url.is_empty() {
+            parse_postgres_url(&db.direct_url)
+                .map_err(|_| invalid("database.direct_url", "not a PostgreSQL URL".to_owned()))?;
+        } else if db.transaction_pooler {
+            return Err(invalid(
+                "database.direct_url",
+                "required with database.transaction_pooler: LISTEN and the migration lock need a session of their own".to_owned(),
+            ));
+        }
         in_range("database.pool_max_size", db.pool_max_size as u64, 1, 1_000)?;
         in_range(
             "database.connect_timeout_ms",

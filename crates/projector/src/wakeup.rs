@@ -50,7 +50,7 @@ async fn listen_once(
     tx: &watch::Sender<u64>,
     cancel: &CancellationToken,
 ) -> Result<(), String> {
-    let mut pg = parse_postgres_url(&settings.url).map_err(|e| e.to_string())?;
+    let mut pg = parse_postgres_url(settings.session_url()).map_err(|e| e.to_string())?;
     pg.connect_timeout(settings.connect_timeout())
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(15))

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{GenericClient, Object};
+use deadpool_postgres::Object;
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{ClaimMode, Settings};
+use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::ProjectionEntry;
@@ -180,7 +181,11 @@ impl Worker {
     async fn transactional_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let tx = client.transaction().await?;
         let batch_size = self.settings.projector.batch_size;
-        let claimed = timed_db_call("outbox_claim", outbox::claim(&tx, batch_size)).await?;
+        let claimed = timed_db_call(
+            "outbox_claim",
+            outbox::claim(&tx, self.db.statements(), batch_size),
+        )
+        .await?;
         if claimed.is_empty() {
             tx.commit().await?;
             return Ok(Tally::default());
@@ -205,7 +210,13 @@ impl Worker {
 
     async fn leased_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let p = &self.settings.projector;
-        let claim = outbox::claim_leased(&*client, p.batch_size, &self.owner, p.lease());
+        let claim = outbox::claim_leased(
+            &*client,
+            self.db.statements(),
+            p.batch_size,
+            &self.owner,
+            p.lease(),
+        );
         let claimed = timed_db_call("outbox_lease", claim).await?;
         if claimed.is_empty() {
             return Ok(Tally::default());
@@ -218,7 +229,8 @@ impl Worker {
                 Ok(outcomes) => outcomes,
                 Err(outage) => {
                     // Give the rows back now rather than when the lease runs out.
-                    let _ = outbox::release(&*client, &ids, &self.owner).await;
+                    let _ =
+                        outbox::release(&*client, self.db.statements(), &ids, &self.owner).await;
                     return Err(outage.into());
                 }
             };
@@ -247,7 +259,7 @@ impl Worker {
     /// went to another projector is that projector's to record.
     async fn record(
         &self,
-        client: &impl GenericClient,
+        client: &impl StatementClient,
         entries: &[ProjectionEntry],
         outcomes: Vec<RowOutcome>,
         mut failures: Vec<(i64, String)>,
@@ -270,7 +282,11 @@ impl Worker {
             }
             published.push(entry.outbox_id);
         }
-        timed_db_call("outbox_publish", outbox::publish(client, &published, owner)).await?;
+        timed_db_call(
+            "outbox_publish",
+            outbox::publish(client, self.db.statements(), &published, owner),
+        )
+        .await?;
         let p = &self.settings.projector;
         let policy = RetryPolicy {
             base_ms: p.retry_base_ms,
@@ -279,7 +295,7 @@ impl Worker {
         };
         tally.failed = failures.len() as u64;
         if !failures.is_empty() {
-            let fail = outbox::fail(client, &failures, policy, owner);
+            let fail = outbox::fail(client, self.db.statements(), &failures, policy, owner);
             tally.parked = timed_db_call("outbox_fail", fail).await?;
         }
         if let Some((id, error)) = failures.first() {

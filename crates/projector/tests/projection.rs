@@ -137,7 +137,9 @@ async fn a_crash_between_redis_and_commit_is_redelivered_to_the_same_state() {
         // The "crash": claim and apply, then drop the transaction without committing.
         let mut client = db.client().await.expect("client");
         let tx = client.transaction().await.expect("begin");
-        let claimed = outbox::claim(&tx, 1000).await.expect("claim");
+        let claimed = outbox::claim(&tx, db.statements(), 1000)
+            .await
+            .expect("claim");
         assert_eq!(claimed.len(), 200);
         let entries: Vec<_> = claimed
             .into_iter()
@@ -376,9 +378,15 @@ async fn leased_mode_drains_and_takes_over_expired_leases() {
     // A replica that claimed 300 rows and died: its lease (short, by the database clock)
     // must run out before anyone else takes them.
     let client = db.client().await.expect("client");
-    let stolen = outbox::claim_leased(&client, 300, "dead-replica", Duration::from_millis(1_500))
-        .await
-        .expect("lease");
+    let stolen = outbox::claim_leased(
+        &client,
+        db.statements(),
+        300,
+        "dead-replica",
+        Duration::from_millis(1_500),
+    )
+    .await
+    .expect("lease");
     assert_eq!(stolen.len(), 300);
     drop(client);
 

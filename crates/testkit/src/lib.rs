@@ -8,9 +8,11 @@
 //! `redis://127.0.0.1:6379`).
 
 mod env;
+mod pgbouncer;
 mod scrape;
 
 pub use env::TestEnv;
+pub use pgbouncer::PgBouncer;
 pub use scrape::Scrape;
 
 use std::net::{SocketAddr, TcpListener};

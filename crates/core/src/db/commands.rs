@@ -24,23 +24,19 @@ pub async fn apply_score_command(
         let client = db.client().await?;
         let result = db
             .bounded("score_command", client, async |c| {
-                let stmt = c
-                    .prepare_typed_cached(
+                db.statements()
+                    .query_one(
+                        c,
                         sql::SCORE_COMMAND,
-                        &[Type::UUID, Type::TEXT, Type::TEXT, Type::INT4, Type::TEXT],
+                        &[
+                            (&cmd.event_id.as_uuid(), Type::UUID),
+                            (&cmd.board.as_str(), Type::TEXT),
+                            (&cmd.user_id.as_str(), Type::TEXT),
+                            (&cmd.delta.get(), Type::INT4),
+                            (&traceparent, Type::TEXT),
+                        ],
                     )
-                    .await?;
-                c.query_one(
-                    &stmt,
-                    &[
-                        &cmd.event_id.as_uuid(),
-                        &cmd.board.as_str(),
-                        &cmd.user_id.as_str(),
-                        &cmd.delta.get(),
-                        &traceparent,
-                    ],
-                )
-                .await
+                    .await
             })
             .await;
         let row = match result {

@@ -70,17 +70,22 @@ pub async fn check_schema(db: &super::Database) -> Result<SchemaCheck, StoreErro
 }
 
 /// The newest migration applied; None before the first `lbctl migrate`.
+/// Unnamed statements (one round trip each, nothing left on the server), so this also works
+/// through a transaction pooler; it runs once per start-up.
 async fn applied_version(
     client: &tokio_postgres::Client,
 ) -> Result<Option<i32>, tokio_postgres::Error> {
     let exists: bool = client
-        .query_one(sql::SCHEMA_HISTORY_EXISTS, &[])
+        .query_typed_one(sql::SCHEMA_HISTORY_EXISTS, &[])
         .await?
         .try_get(0)?;
     if !exists {
         return Ok(None);
     }
-    client.query_one(sql::SCHEMA_VERSION, &[]).await?.try_get(0)
+    client
+        .query_typed_one(sql::SCHEMA_VERSION, &[])
+        .await?
+        .try_get(0)
 }
 
 /// What `migrate` did.
@@ -95,8 +100,8 @@ pub struct MigrationReport {
 /// run applies nothing. Refuses a database whose schema is newer than this binary's, or whose
 /// applied migrations differ from the embedded ones.
 pub async fn migrate(settings: &DatabaseSettings) -> Result<MigrationReport, StoreError> {
-    let mut pg =
-        parse_postgres_url(&settings.url).map_err(|e| StoreError::Internal(e.to_string()))?;
+    let mut pg = parse_postgres_url(settings.session_url())
+        .map_err(|e| StoreError::Internal(e.to_string()))?;
     pg.connect_timeout(settings.connect_timeout())
         .application_name("lbctl-migrate");
     let (mut client, connection) = pg.connect(NoTls).await?;

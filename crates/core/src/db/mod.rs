@@ -9,6 +9,7 @@ mod pool;
 pub mod reads;
 pub mod source;
 pub mod sql;
+pub mod statement;
 mod status;
 mod wakeup;
 
@@ -16,4 +17,5 @@ pub use commands::apply_score_command;
 pub use errors::StoreError;
 pub use migrations::{MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate};
 pub use pool::{Database, wait_until_reachable};
+pub use statement::{StatementClient, Statements};
 pub use status::{OutboxStatus, outbox_status};

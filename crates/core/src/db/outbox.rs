@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
+use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::errors::StoreError;
-use super::{Database, sql};
+use super::{Database, StatementClient, Statements, sql};
 use crate::domain::{BoardId, EventId, ProjectionEntry, UserId};
 
 /// One claimed row. `entry` is an error when the row's ids do not validate (they become Redis
@@ -64,43 +64,63 @@ fn claimed_rows(rows: &[Row]) -> Result<Vec<Claimed>, StoreError> {
 }
 
 /// Transactional mode: locks the next due rows inside the caller's transaction.
-pub async fn claim(client: &impl GenericClient, limit: usize) -> Result<Vec<Claimed>, StoreError> {
-    let stmt = client.prepare_cached(sql::OUTBOX_CLAIM).await?;
-    let rows = client.query(&stmt, &[&(limit as i64)]).await?;
+pub async fn claim(
+    client: &impl StatementClient,
+    stmts: Statements,
+    limit: usize,
+) -> Result<Vec<Claimed>, StoreError> {
+    let rows = stmts
+        .query(client, sql::OUTBOX_CLAIM, &[(&(limit as i64), Type::INT8)])
+        .await?;
     claimed_rows(&rows)
 }
 
 /// Leased mode: reserves the next due rows for `owner` until now() + `lease` (database clock).
 pub async fn claim_leased(
-    client: &impl GenericClient,
+    client: &impl StatementClient,
+    stmts: Statements,
     limit: usize,
     owner: &str,
     lease: Duration,
 ) -> Result<Vec<Claimed>, StoreError> {
-    let stmt = client.prepare_cached(sql::OUTBOX_LEASE).await?;
     let lease_ms = lease.as_millis() as f64;
-    let rows = client
-        .query(&stmt, &[&(limit as i64), &owner, &lease_ms])
+    let rows = stmts
+        .query(
+            client,
+            sql::OUTBOX_LEASE,
+            &[
+                (&(limit as i64), Type::INT8),
+                (&owner, Type::TEXT),
+                (&lease_ms, Type::FLOAT8),
+            ],
+        )
         .await?;
     claimed_rows(&rows)
 }
 
 /// Marks rows published. `owner`: leased mode, only rows still leased to it.
 pub async fn publish(
-    client: &impl GenericClient,
+    client: &impl StatementClient,
+    stmts: Statements,
     ids: &[i64],
     owner: Option<&str>,
 ) -> Result<u64, StoreError> {
     if ids.is_empty() {
         return Ok(0);
     }
-    let stmt = client.prepare_cached(sql::OUTBOX_PUBLISH).await?;
-    Ok(client.execute(&stmt, &[&ids, &owner]).await?)
+    Ok(stmts
+        .execute(
+            client,
+            sql::OUTBOX_PUBLISH,
+            &[(&ids, Type::INT8_ARRAY), (&owner, Type::TEXT)],
+        )
+        .await?)
 }
 
 /// Charges one failed attempt to each row; returns how many of them this parked.
 pub async fn fail(
-    client: &impl GenericClient,
+    client: &impl StatementClient,
+    stmts: Statements,
     failures: &[(i64, String)],
     policy: RetryPolicy,
     owner: Option<&str>,
@@ -110,17 +130,17 @@ pub async fn fail(
     }
     let ids: Vec<i64> = failures.iter().map(|(id, _)| *id).collect();
     let errors: Vec<&str> = failures.iter().map(|(_, e)| e.as_str()).collect();
-    let stmt = client.prepare_cached(sql::OUTBOX_FAIL).await?;
-    let rows = client
+    let rows = stmts
         .query(
-            &stmt,
+            client,
+            sql::OUTBOX_FAIL,
             &[
-                &ids,
-                &errors,
-                &(policy.base_ms as f64),
-                &(policy.max_ms as f64),
-                &(policy.max_attempts as i32),
-                &owner,
+                (&ids, Type::INT8_ARRAY),
+                (&errors, Type::TEXT_ARRAY),
+                (&(policy.base_ms as f64), Type::FLOAT8),
+                (&(policy.max_ms as f64), Type::FLOAT8),
+                (&(policy.max_attempts as i32), Type::INT4),
+                (&owner, Type::TEXT),
             ],
         )
         .await?;
@@ -135,15 +155,21 @@ pub async fn fail(
 
 /// Leased mode: gives rows back without charging an attempt.
 pub async fn release(
-    client: &impl GenericClient,
+    client: &impl StatementClient,
+    stmts: Statements,
     ids: &[i64],
     owner: &str,
 ) -> Result<u64, StoreError> {
     if ids.is_empty() {
         return Ok(0);
     }
-    let stmt = client.prepare_cached(sql::OUTBOX_RELEASE).await?;
-    Ok(client.execute(&stmt, &[&ids, &owner]).await?)
+    Ok(stmts
+        .execute(
+            client,
+            sql::OUTBOX_RELEASE,
+            &[(&ids, Type::INT8_ARRAY), (&owner, Type::TEXT)],
+        )
+        .await?)
 }
 
 /// What one retention pass deleted; `skipped` when another projector held the lock.
@@ -175,15 +201,25 @@ pub async fn retention_pass(
         for _ in 0..max_batches {
             let mut client = db.client().await?;
             let tx = client.transaction().await?;
-            let locked: bool = tx.query_one(sql::RETENTION_LOCK, &[]).await?.try_get(0)?;
+            let stmts = db.statements();
+            let locked: bool = stmts
+                .query_one(&tx, sql::RETENTION_LOCK, &[])
+                .await?
+                .try_get(0)?;
             if !locked {
                 tx.commit().await?;
                 report.skipped = true;
                 return Ok(report);
             }
-            let stmt = tx.prepare_cached(statement).await?;
-            let deleted = tx
-                .execute(&stmt, &[&(age.as_millis() as f64), &(batch as i64)])
+            let deleted = stmts
+                .execute(
+                    &tx,
+                    statement,
+                    &[
+                        (&(age.as_millis() as f64), Type::FLOAT8),
+                        (&(batch as i64), Type::INT8),
+                    ],
+                )
                 .await?;
             tx.commit().await?;
             if is_outbox {
@@ -217,7 +253,9 @@ pub async fn list_parked(db: &Database, limit: usize) -> Result<Vec<ParkedRow>, 
     let client = db.client().await?;
     let (_, rows) = db
         .bounded("parked_list", client, async |c| {
-            c.query(sql::PARKED_LIST, &[&(limit as i64)]).await
+            db.statements()
+                .query(c, sql::PARKED_LIST, &[(&(limit as i64), Type::INT8)])
+                .await
         })
         .await?;
     rows.iter()
@@ -247,7 +285,13 @@ pub async fn requeue_parked(
     let ids = ids.map(<[i64]>::to_vec);
     let (_, n) = db
         .bounded("parked_requeue", client, async |c| {
-            c.execute(sql::PARKED_REQUEUE, &[&ids, &board]).await
+            db.statements()
+                .execute(
+                    c,
+                    sql::PARKED_REQUEUE,
+                    &[(&ids, Type::INT8_ARRAY), (&board, Type::TEXT)],
+                )
+                .await
         })
         .await?;
     Ok(n)

@@ -7,6 +7,7 @@ use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::StoreError;
+use super::statement::Statements;
 use super::wakeup::Wakeup;
 use crate::config::{DatabaseSettings, redact_url};
 
@@ -17,6 +18,7 @@ pub struct Database {
     round_trip_timeout: Duration,
     url_for_logs: String,
     wakeup: Arc<Wakeup>,
+    statements: Statements,
 }
 
 impl Database {
@@ -35,11 +37,15 @@ impl Database {
         pg.connect_timeout(settings.connect_timeout())
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(30))
-            .application_name(application_name)
-            .options(format!(
+            .application_name(application_name);
+        // A transaction pooler refuses start-up `options` (and could not keep them per client
+        // anyway): there the role carries the timeouts, and the client-side bound still holds.
+        if !settings.transaction_pooler {
+            pg.options(format!(
                 "-c statement_timeout={statement_ms} -c idle_in_transaction_session_timeout={}",
                 statement_ms.saturating_mul(2)
             ));
+        }
         let manager = Manager::from_config(
             pg,
             NoTls,
@@ -60,6 +66,7 @@ impl Database {
             round_trip_timeout: settings.round_trip_timeout(),
             url_for_logs: redact_url(&settings.url),
             wakeup: Arc::new(Wakeup::new()),
+            statements: Statements::for_pooler(settings.transaction_pooler),
         })
     }
 
@@ -94,6 +101,11 @@ impl Database {
                 )))
             }
         }
+    }
+
+    /// How statements are sent: prepared, or unnamed behind a transaction pooler.
+    pub fn statements(&self) -> Statements {
+        self.statements
     }
 
     /// Wakes idle projectors soon (a coalesced NOTIFY on a pooled connection); returns at

@@ -1,8 +1,10 @@
 //! Leaderboard reads from PostgreSQL: the authoritative answer (strong reads, and the fallback
 //! when the projection lags), in exactly the order the projection gives.
 
+use tokio_postgres::types::Type;
+
 use super::errors::StoreError;
-use super::{Database, sql};
+use super::{Database, Statements, sql};
 use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 
 pub async fn top(
@@ -12,10 +14,19 @@ pub async fn top(
     limit: u64,
 ) -> Result<Vec<RankedEntry>, StoreError> {
     let client = db.client().await?;
+    let stmts = db.statements();
     let (_, rows) = db
         .bounded("read_top", client, async |c| {
-            let stmt = c.prepare_cached(sql::READ_TOP).await?;
-            c.query(&stmt, &[&board.as_str(), &(offset as i64), &(limit as i64)])
+            stmts
+                .query(
+                    c,
+                    sql::READ_TOP,
+                    &[
+                        (&board.as_str(), Type::TEXT),
+                        (&(offset as i64), Type::INT8),
+                        (&(limit as i64), Type::INT8),
+                    ],
+                )
                 .await
         })
         .await?;
@@ -39,8 +50,13 @@ pub async fn member(
     let client = db.client().await?;
     let (_, row) = db
         .bounded("read_user", client, async |c| {
-            let stmt = c.prepare_cached(sql::READ_USER).await?;
-            c.query_opt(&stmt, &[&board.as_str(), &user.as_str()]).await
+            db.statements()
+                .query_opt(
+                    c,
+                    sql::READ_USER,
+                    &[(&board.as_str(), Type::TEXT), (&user.as_str(), Type::TEXT)],
+                )
+                .await
         })
         .await?;
     row.map(|r| {
@@ -68,12 +84,25 @@ pub async fn around(
     let n = radius as i64;
     let (_, (above, below)) = db
         .bounded("read_around", client, async |c| {
-            let above = c.prepare_cached(sql::READ_ABOVE).await?;
-            let below = c.prepare_cached(sql::READ_BELOW).await?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&board.as_str(), &me.score, &user.as_str(), &n];
-            let (a, b) = tokio::try_join!(c.query(&above, &params), c.query(&below, &params))?;
-            Ok((a, b))
+            let params = [
+                (
+                    &board.as_str() as &(dyn tokio_postgres::types::ToSql + Sync),
+                    Type::TEXT,
+                ),
+                (&me.score, Type::INT8),
+                (&user.as_str(), Type::TEXT),
+                (&n, Type::INT8),
+            ];
+            let stmts = db.statements();
+            let above = stmts.query(c, sql::READ_ABOVE, &params);
+            let below = stmts.query(c, sql::READ_BELOW, &params);
+            match stmts {
+                // Both on one connection at once: pipelined.
+                Statements::Prepared => tokio::try_join!(above, below),
+                // A transaction pooler may hand the second to another server connection
+                // mid-pipeline: one after the other.
+                Statements::Unnamed => Ok((above.await?, below.await?)),
+            }
         })
         .await?;
     let mut entries = Vec::with_capacity(above.len() + below.len() + 1);
@@ -116,8 +145,7 @@ pub async fn lag(db: &Database) -> Result<Lag, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
         .bounded("freshness", client, async |c| {
-            let stmt = c.prepare_cached(sql::FRESHNESS).await?;
-            c.query_one(&stmt, &[]).await
+            db.statements().query_one(c, sql::FRESHNESS, &[]).await
         })
         .await?;
     let pending: i64 = row.try_get("pending")?;

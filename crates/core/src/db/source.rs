@@ -23,7 +23,7 @@ pub async fn boards(db: &Database) -> Result<Vec<BoardId>, StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
         .bounded("reconcile_boards", client, async |c| {
-            c.query(sql::RECONCILE_BOARDS, &[]).await
+            db.statements().query(c, sql::RECONCILE_BOARDS, &[]).await
         })
         .await?;
     let mut boards = Vec::with_capacity(rows.len());
@@ -85,7 +85,12 @@ pub async fn existing(
     let client = db.client().await?;
     let (_, rows) = db
         .bounded("reconcile_existing", client, async |c| {
-            c.query(sql::RECONCILE_EXISTING, &[&board.as_str(), &users])
+            db.statements()
+                .query(
+                    c,
+                    sql::RECONCILE_EXISTING,
+                    &[(&board.as_str(), Type::TEXT), (&users, Type::TEXT_ARRAY)],
+                )
                 .await
         })
         .await?;

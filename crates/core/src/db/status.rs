@@ -16,7 +16,7 @@ pub async fn outbox_status(db: &Database) -> Result<OutboxStatus, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
         .bounded("outbox_status", client, async |c| {
-            c.query_one(sql::OUTBOX_STATUS, &[]).await
+            db.statements().query_one(c, sql::OUTBOX_STATUS, &[]).await
         })
         .await?;
     Ok(OutboxStatus {

@@ -1,0 +1,192 @@
+//! The api and the projector behind PgBouncer in transaction pooling mode: 8 pooled client
+//! connections share 2 server sessions, so any session state (a named prepared statement, a
+//! start-up option, a session lock) would break. LISTEN and migrations use
+//! `database.direct_url`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use ledgerboard_api::{AppState, router};
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_projector::Projector;
+use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
+    let response = app.clone().oneshot(request).await.expect("router answers");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, body)
+}
+
+fn command(board: &str, user: u32, delta: i64) -> Request<Body> {
+    Request::post(format!("/v1/boards/{board}/scores"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, format!("Bearer {TEST_TOKEN}"))
+        .body(Body::from(
+            json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": format!("u{user}"), "delta": delta})
+                .to_string(),
+        ))
+        .expect("request")
+}
+
+fn get(path: &str) -> Request<Body> {
+    Request::get(path).body(Body::empty()).expect("request")
+}
+
+/// (user → (score, version)) of a board, from PostgreSQL.
+async fn source(db: &TestDb, board: &str) -> BTreeMap<String, (i64, i64)> {
+    let rows = db
+        .client()
+        .await
+        .query(
+            "SELECT user_id, score, version FROM user_scores WHERE board_id = $1",
+            &[&board],
+        )
+        .await
+        .expect("source");
+    rows.iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect()
+}
+
+/// The same from the projection.
+async fn projection(cache: &Cache, board: &str) -> BTreeMap<String, (i64, i64)> {
+    let board = BoardId::parse(board).expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(cache.keys().scores(&board))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .expect("zrange");
+    let versions: BTreeMap<String, i64> = redis::cmd("HGETALL")
+        .arg(cache.keys().versions(&board))
+        .query_async(&mut conn)
+        .await
+        .expect("hgetall");
+    scores
+        .into_iter()
+        .map(|(u, s)| {
+            let v = versions.get(&u).copied().unwrap_or(-1);
+            (u, (s as i64, v))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    let bouncer = PgBouncer::start(2);
+    let mut settings = Settings::default();
+    settings.database.url = bouncer.url(&db.name);
+    settings.database.direct_url = db.url.clone();
+    settings.database.transaction_pooler = true;
+    settings.database.pool_max_size = 8;
+    settings.redis.namespace = redis.namespace.clone();
+    settings.auth.tokens = test_tokens();
+    settings.projector.batch_size = 50;
+    settings.validate().expect("valid settings");
+    // Through direct_url: the migration lock is a session lock.
+    migrate(&settings.database).await.expect("migrate");
+
+    let database = Database::connect(&settings.database, "pgbouncer-test").expect("pool");
+    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    let app = router(
+        AppState::new(database, cache.clone(), &settings),
+        &settings.api,
+    );
+
+    let cancel = CancellationToken::new();
+    let projector = Projector::new(
+        settings.clone(),
+        Database::connect(&settings.database, "pgbouncer-projector").expect("pool"),
+        cache.clone(),
+    );
+    let projecting = tokio::spawn(projector.run(cancel.clone()));
+
+    // 400 commands, 16 at a time, over two boards.
+    let mut tasks = Vec::new();
+    for worker in 0..16u32 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (worker..400).step_by(16) {
+                let board = if i % 2 == 0 { "even" } else { "odd" };
+                let (status, body) = send(&app, command(board, i % 37, i64::from(i % 9) + 1)).await;
+                assert_eq!(status, StatusCode::CREATED, "{body}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("commands");
+    }
+
+    // The projector drains through the pooler, woken through its direct LISTEN session.
+    let started = Instant::now();
+    for board in ["even", "odd"] {
+        loop {
+            let expected = source(&db, board).await;
+            if projection(&cache, board).await == expected {
+                assert_eq!(expected.len(), 37, "{board}: {expected:?}");
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{board} was not projected through PgBouncer: {}",
+                bouncer.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    // Reads from PostgreSQL (strong) and from the projection agree, through the pooler.
+    let (status, strong) = send(&app, get("/v1/boards/even/top?limit=5&consistency=strong")).await;
+    assert_eq!(status, StatusCode::OK, "{strong}");
+    let (status, bounded) = send(&app, get("/v1/boards/even/top?limit=5")).await;
+    assert_eq!(status, StatusCode::OK, "{bounded}");
+    assert_eq!(strong["entries"], bounded["entries"]);
+    let top = strong["entries"][0]["user_id"]
+        .as_str()
+        .expect("a top user")
+        .to_owned();
+    let (status, around) = send(
+        &app,
+        get(&format!(
+            "/v1/boards/even/users/{top}/around?radius=2&consistency=strong"
+        )),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{around}");
+    assert_eq!(around["entries"][0]["user_id"], top.as_str());
+
+    cancel.cancel();
+    projecting.await.expect("projector stops");
+
+    // The same pool without `transaction_pooler` cannot work here: PgBouncer refuses the
+    // start-up options that carry the session's timeouts.
+    let mut plain = settings.database.clone();
+    plain.transaction_pooler = false;
+    let unaware = Database::connect(&plain, "pgbouncer-unaware").expect("pool");
+    assert!(
+        unaware.client().await.is_err(),
+        "a session with start-up options got through a transaction pooler"
+    );
+}
