@@ -4,9 +4,11 @@
 //! `lbctl chaos` and the tests (through the testkit) use them.
 
 mod daemon;
+mod redis_cluster;
 mod redis_server;
 
 pub use daemon::{Daemon, binary_beside_current_exe};
+pub use redis_cluster::{NodeInfo, RedisCluster};
 pub use redis_server::RedisServer;
 
 /// A local port free at the time of the call.

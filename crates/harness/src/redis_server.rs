@@ -9,10 +9,16 @@ pub struct RedisServer {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    extra: Vec<String>,
 }
 
 impl RedisServer {
     pub fn start() -> std::io::Result<RedisServer> {
+        Self::start_with(&[])
+    }
+
+    /// With further `redis-server` arguments (for example a cluster node's).
+    pub fn start_with(extra: &[String]) -> std::io::Result<RedisServer> {
         let dir =
             std::env::temp_dir().join(format!("ledgerboard-redis-{}", super::unique_suffix()));
         std::fs::create_dir_all(&dir)?;
@@ -20,6 +26,7 @@ impl RedisServer {
             port: super::free_port()?,
             dir,
             child: None,
+            extra: extra.to_vec(),
         };
         server.spawn()?;
         Ok(server)
@@ -42,6 +49,7 @@ impl RedisServer {
             ])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .spawn()
             .map_err(|e| std::io::Error::new(e.kind(), format!("start redis-server: {e}")))?;
