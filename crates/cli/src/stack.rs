@@ -238,28 +238,15 @@ impl Stack {
     pub async fn cleanup(self) -> anyhow::Result<()> {
         let pattern = format!("{}:*", self.cache.keys().namespace());
         let deleted: anyhow::Result<()> = async {
+            let keys = self.cache.scan_keys(&pattern).await?;
             let mut conn = self.cache.connection().await?;
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
+            for chunk in keys.chunks(500) {
+                let _: i64 = redis::cmd("UNLINK")
+                    .arg(chunk)
                     .query_async(&mut conn)
                     .await?;
-                if !keys.is_empty() {
-                    let _: i64 = redis::cmd("UNLINK")
-                        .arg(&keys)
-                        .query_async(&mut conn)
-                        .await?;
-                }
-                if next == 0 {
-                    return Ok(());
-                }
-                cursor = next;
             }
+            Ok(())
         }
         .await;
         self.db.close();

@@ -101,7 +101,11 @@ impl Default for DatabaseSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedisSettings {
+    /// The server's URL; in cluster mode, one or more nodes' URLs separated by commas (the
+    /// seeds from which the client learns the cluster).
     pub url: String,
+    /// `url` names Redis Cluster nodes: keys are placed by slot and pipelines split per slot.
+    pub cluster: bool,
     /// Prefix of every key (see `keys`), so deployments and tests can share one Redis.
     pub namespace: String,
     pub pool_max_size: usize,
@@ -113,6 +117,7 @@ impl Default for RedisSettings {
     fn default() -> Self {
         Self {
             url: "redis://127.0.0.1:6379".into(),
+            cluster: false,
             namespace: "ledgerboard".into(),
             pool_max_size: 16,
             connect_timeout_ms: 1_000,
@@ -449,6 +454,14 @@ impl DatabaseSettings {
 }
 
 impl RedisSettings {
+    /// The URLs in `url`: one, or in cluster mode each seed.
+    pub fn seed_urls(&self) -> Vec<&str> {
+        if self.cluster {
+            self.url.split(',').map(str::trim).collect()
+        } else {
+            vec![self.url.as_str()]
+        }
+    }
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)
     }
@@ -551,10 +564,19 @@ impl Settings {
 
         let redis = &self.redis;
         // TLS (rediss://) is not built in: refuse it here rather than at the first connect.
-        let scheme_ok = redis::parse_redis_url(&redis.url)
-            .is_some_and(|u| matches!(u.scheme(), "redis" | "redis+unix" | "unix"));
-        if !scheme_ok {
-            return Err(invalid("redis.url", "not a redis:// or unix:// URL"));
+        for url in redis.seed_urls() {
+            let scheme_ok = redis::parse_redis_url(url)
+                .is_some_and(|u| matches!(u.scheme(), "redis" | "redis+unix" | "unix"));
+            if !scheme_ok {
+                return Err(invalid(
+                    "redis.url",
+                    if redis.cluster {
+                        "not a comma-separated list of redis:// URLs"
+                    } else {
+                        "not a redis:// or unix:// URL (a list of seeds needs redis.cluster = true)"
+                    },
+                ));
+            }
         }
         validate_namespace(&redis.namespace)?;
         in_range("redis.pool_max_size", redis.pool_max_size as u64, 1, 1_000)?;

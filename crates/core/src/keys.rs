@@ -83,7 +83,11 @@ impl KeyLayout {
 /// The Redis Cluster slot of a key (CRC16/XMODEM of the hash tag, modulo 16384), so tests and
 /// tools can check that a board's keys share one slot without a cluster at hand.
 pub fn cluster_slot(key: &str) -> u16 {
-    let bytes = key.as_bytes();
+    cluster_slot_bytes(key.as_bytes())
+}
+
+/// [`cluster_slot`] of a key given as bytes.
+pub fn cluster_slot_bytes(bytes: &[u8]) -> u16 {
     let tagged = bytes
         .iter()
         .position(|&b| b == b'{')

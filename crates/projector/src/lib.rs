@@ -70,7 +70,7 @@ impl Projector {
         let p = &self.settings.projector;
         match redis_guard::inspect(&self.cache).await {
             Ok(memory) => {
-                let problems = redis_guard::problems(&memory, p.redis_memory_warn_ratio);
+                let problems = redis_guard::problems_of_all(&memory, p.redis_memory_warn_ratio);
                 if !problems.is_empty() && p.unsafe_redis == UnsafeRedisAction::Refuse {
                     return Err(ProjectorError::UnsafeRedis(problems.join("; ")));
                 }
@@ -160,7 +160,7 @@ async fn redis_check_loop(cache: Cache, settings: Arc<Settings>, cancel: Cancell
         }
         match redis_guard::inspect(&cache).await {
             Ok(memory) => {
-                for problem in redis_guard::problems(&memory, p.redis_memory_warn_ratio) {
+                for problem in redis_guard::problems_of_all(&memory, p.redis_memory_warn_ratio) {
                     tracing::warn!(
                         problem,
                         "Redis is configured so that the projection can lose data"

@@ -1,44 +1,74 @@
 //! Redis settings that would make the projection lie: an eviction policy that may drop
 //! leaderboard keys (`allkeys-*`), or memory close to `maxmemory`. `volatile-*` policies only
 //! evict keys with a TTL, which here are the event markers: losing one costs nothing, since
-//! the stored version still rejects a repeat.
+//! the stored version still rejects a repeat. In cluster mode every primary is checked: each
+//! holds its own share of the boards.
 
 use ledgerboard_core::cache::{Cache, CacheError};
+use redis::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisMemory {
+    /// The server (its redacted URL) or, in cluster mode, the primary's address.
+    pub node: String,
     pub policy: String,
     /// 0: no limit.
     pub maxmemory: u64,
     pub used_memory: u64,
 }
 
-pub async fn inspect(cache: &Cache) -> Result<RedisMemory, CacheError> {
-    let mut conn = cache.connection().await?;
-    let policy: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory-policy")
-        .query_async(&mut conn)
-        .await?;
-    let maxmemory: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory")
-        .query_async(&mut conn)
-        .await?;
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut conn)
-        .await?;
-    let used_memory = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    Ok(RedisMemory {
-        policy: policy.get(1).cloned().unwrap_or_default(),
-        maxmemory: maxmemory.get(1).and_then(|v| v.parse().ok()).unwrap_or(0),
-        used_memory,
-    })
+pub async fn inspect(cache: &Cache) -> Result<Vec<RedisMemory>, CacheError> {
+    let on_each = |args: &[&str]| {
+        let mut cmd = redis::cmd(args[0]);
+        cmd.arg(&args[1..]);
+        cache.on_each_primary(cmd)
+    };
+    let policies = on_each(&["CONFIG", "GET", "maxmemory-policy"]).await?;
+    let limits = on_each(&["CONFIG", "GET", "maxmemory"]).await?;
+    let infos = on_each(&["INFO", "memory"]).await?;
+    let mut nodes = Vec::new();
+    for (node, policy) in policies {
+        let reply_of = |replies: &[(String, Value)]| {
+            replies
+                .iter()
+                .find(|(n, _)| *n == node)
+                .map(|(_, v)| v.clone())
+        };
+        // CONFIG GET answers [name, value] (RESP2) or {name: value} (RESP3).
+        let config_value = |reply: Option<Value>| -> Option<String> {
+            let pairs: Vec<String> = redis::from_redis_value(reply?).ok()?;
+            pairs.get(1).cloned()
+        };
+        let info: String = reply_of(&infos)
+            .and_then(|v| redis::from_redis_value(v).ok())
+            .unwrap_or_default();
+        let used_memory = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        nodes.push(RedisMemory {
+            policy: config_value(Some(policy)).unwrap_or_default(),
+            maxmemory: config_value(reply_of(&limits))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            used_memory,
+            node,
+        });
+    }
+    Ok(nodes)
+}
+
+/// What is wrong with these Redis nodes for a projection, if anything.
+pub fn problems_of_all(nodes: &[RedisMemory], warn_ratio: f64) -> Vec<String> {
+    nodes
+        .iter()
+        .flat_map(|memory| {
+            problems(memory, warn_ratio)
+                .into_iter()
+                .map(|problem| format!("{}: {problem}", memory.node))
+        })
+        .collect()
 }
 
 /// What is wrong with this Redis for a projection, if anything.
@@ -68,6 +98,7 @@ mod tests {
     #[test]
     fn eviction_and_memory() {
         let ok = RedisMemory {
+            node: "redis://127.0.0.1:6379".into(),
             policy: "noeviction".into(),
             maxmemory: 0,
             used_memory: 10,
@@ -90,5 +121,8 @@ mod tests {
         };
         assert_eq!(problems(&full, 0.9).len(), 1);
         assert!(problems(&full, 0.99).is_empty());
+        let all = problems_of_all(&[evicting, full], 0.9);
+        assert_eq!(all.len(), 2);
+        assert!(all[0].starts_with("redis://127.0.0.1:6379: maxmemory-policy"));
     }
 }

@@ -1,0 +1,301 @@
+//! The Redis connections shared by the daemons, with connect and response timeouts on every
+//! one, so a stalled Redis turns into an error rather than a hang: a bounded pool for a single
+//! server, or one multiplexed connection to a Redis Cluster (`cluster.rs`).
+
+use std::time::Instant;
+
+use deadpool_redis::{Manager, Pool, Runtime};
+use opentelemetry::KeyValue;
+use redis::aio::ConnectionLike;
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
+
+use crate::config::{RedisSettings, redact_url};
+use crate::keys::KeyLayout;
+
+mod cluster;
+
+pub use cluster::ClusterLink;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("redis unavailable: {0}")]
+    Unavailable(String),
+    #[error("redis error: {0}")]
+    Redis(redis::RedisError),
+    /// The error of a read shared by several requests (the api's coalesced reads).
+    #[error(transparent)]
+    Shared(std::sync::Arc<CacheError>),
+}
+
+impl From<redis::RedisError> for CacheError {
+    fn from(err: redis::RedisError) -> Self {
+        CacheError::Redis(err)
+    }
+}
+
+impl From<deadpool_redis::PoolError> for CacheError {
+    fn from(err: deadpool_redis::PoolError) -> Self {
+        CacheError::Unavailable(err.to_string())
+    }
+}
+
+/// Redis connections and the key layout of this deployment's namespace.
+#[derive(Clone)]
+pub struct Cache {
+    backend: Backend,
+    keys: KeyLayout,
+    url_for_logs: String,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Single(Pool),
+    Cluster(std::sync::Arc<cluster::ClusterBackend>),
+}
+
+impl Cache {
+    /// Builds the pool (or the cluster client); connections open on first use.
+    pub fn connect(settings: &RedisSettings) -> Result<Self, CacheError> {
+        let url_for_logs = settings
+            .seed_urls()
+            .into_iter()
+            .map(redact_url)
+            .collect::<Vec<_>>()
+            .join(",");
+        let keys = KeyLayout::new(&settings.namespace);
+        if settings.cluster {
+            return Ok(Self {
+                backend: Backend::Cluster(std::sync::Arc::new(cluster::ClusterBackend::new(
+                    settings,
+                )?)),
+                keys,
+                url_for_logs,
+            });
+        }
+        let connection = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout()))
+            .set_response_timeout(Some(settings.response_timeout()));
+        let manager = Manager::new_with_config(settings.url.as_str(), connection)?;
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_max_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(settings.connect_timeout()))
+            .create_timeout(Some(settings.connect_timeout()))
+            .recycle_timeout(Some(settings.response_timeout()))
+            .build()
+            .map_err(|e| CacheError::Unavailable(e.to_string()))?;
+        Ok(Self {
+            backend: Backend::Single(pool),
+            keys,
+            url_for_logs,
+        })
+    }
+
+    /// A connection whose every command and pipeline is timed into
+    /// `ledgerboard_redis_call_duration_seconds`: a pooled one, or a handle on the shared
+    /// cluster connection.
+    pub async fn connection(&self) -> Result<TimedConnection, CacheError> {
+        Ok(TimedConnection(match &self.backend {
+            Backend::Single(pool) => Link::Single(pool.get().await?),
+            Backend::Cluster(cluster) => Link::Cluster(cluster.link().await?),
+        }))
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.backend, Backend::Cluster(_))
+    }
+
+    /// Sends `cmd` to every primary (the one server outside cluster mode) and returns each
+    /// one's reply with the node's address: for what is per node, such as configuration,
+    /// memory and the key space.
+    pub async fn on_each_primary(&self, cmd: Cmd) -> Result<Vec<(String, Value)>, CacheError> {
+        let mut conn = self.connection().await?;
+        match &mut conn.0 {
+            Link::Single(single) => {
+                let reply = cmd.query_async(single).await?;
+                Ok(vec![(self.url_for_logs.clone(), reply)])
+            }
+            Link::Cluster(cluster) => Ok(cluster.on_each_primary(cmd).await?),
+        }
+    }
+
+    /// Sends `cmd` to one node named by [`Self::on_each_primary`].
+    pub async fn on_node(&self, node: &str, cmd: Cmd) -> Result<Value, CacheError> {
+        let mut conn = self.connection().await?;
+        match &mut conn.0 {
+            Link::Single(single) => Ok(cmd.query_async(single).await?),
+            Link::Cluster(cluster) => Ok(cluster.on_node(node, cmd).await?),
+        }
+    }
+
+    /// Every key matching `pattern` (SCAN on each primary; for operators' tools and tests, never
+    /// on a request path).
+    pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>, CacheError> {
+        let mut found = Vec::new();
+        for (node, _) in self.on_each_primary(redis::cmd("PING")).await? {
+            let mut cursor: u64 = 0;
+            loop {
+                let scan = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .clone();
+                let (next, keys): (u64, Vec<String>) =
+                    redis::from_redis_value(self.on_node(&node, scan).await?)
+                        .map_err(redis::RedisError::from)?;
+                found.extend(keys);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(found)
+    }
+
+    pub fn keys(&self) -> &KeyLayout {
+        &self.keys
+    }
+
+    pub fn url_for_logs(&self) -> &str {
+        &self.url_for_logs
+    }
+
+    /// One PING through the pool, within the configured bounds.
+    pub async fn ping(&self) -> Result<(), CacheError> {
+        let mut conn = self.connection().await?;
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    }
+}
+
+/// A connection that records the latency of each call it carries.
+pub struct TimedConnection(Link);
+
+enum Link {
+    Single(deadpool_redis::Connection),
+    Cluster(ClusterLink),
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Single(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+impl ConnectionLike for TimedConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let reply = self.0.req_packed_command(cmd).await;
+            record(command_label(cmd), started);
+            reply
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let reply = self.0.req_packed_commands(pipeline, offset, count).await;
+            record("pipeline", started);
+            reply
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
+fn record(command: &'static str, started: Instant) {
+    crate::telemetry::metrics::metrics()
+        .redis_call_duration
+        .record(
+            started.elapsed().as_secs_f64(),
+            &[KeyValue::new("command", command)],
+        );
+}
+
+/// The commands ledgerboard sends, as a label; anything else is `other`, so the label's
+/// values stay a short fixed list.
+const KNOWN_COMMANDS: &[&str] = &[
+    "CONFIG",
+    "DEL",
+    "EVAL",
+    "EVALSHA",
+    "EXISTS",
+    "GET",
+    "HGET",
+    "HLEN",
+    "HMGET",
+    "HSCAN",
+    "HSET",
+    "INFO",
+    "PEXPIRE",
+    "PING",
+    "SCAN",
+    "SCRIPT",
+    "SET",
+    "TYPE",
+    "UNLINK",
+    "ZADD",
+    "ZCARD",
+    "ZRANGE",
+    "ZREVRANGE",
+    "ZREVRANK",
+    "ZSCAN",
+    "ZSCORE",
+];
+
+fn command_label(cmd: &Cmd) -> &'static str {
+    let Some(redis::Arg::Simple(name)) = cmd.args_iter().next() else {
+        return "other";
+    };
+    KNOWN_COMMANDS
+        .iter()
+        .find(|known| known.as_bytes().eq_ignore_ascii_case(name))
+        .copied()
+        .unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_labelled_from_a_fixed_list() {
+        assert_eq!(command_label(&redis::cmd("zrevrange")), "ZREVRANGE");
+        assert_eq!(command_label(&redis::cmd("EVALSHA")), "EVALSHA");
+        assert_eq!(command_label(&redis::cmd("FLUSHALL")), "other");
+        assert_eq!(command_label(&Cmd::new()), "other");
+    }
+}

@@ -1,0 +1,133 @@
+//! The shared Redis connection in cluster mode, against a Redis Cluster of the test's own:
+//! a projection batch spanning many slots, a member read (MULTI/EXEC) after its slot moved, a
+//! batch after a failover, and the per-node commands operators' tools use.
+
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
+use ledgerboard_core::keys::cluster_slot;
+use ledgerboard_core::projection::{RowOutcome, apply_batch};
+use ledgerboard_core::projection_read;
+use ledgerboard_harness::RedisCluster;
+use std::time::Duration;
+
+const BOARDS: usize = 40;
+
+fn entries(version: i64) -> Vec<ProjectionEntry> {
+    (0..BOARDS)
+        .flat_map(|b| {
+            (0..3).map(move |u| ProjectionEntry {
+                outbox_id: 0,
+                event_id: EventId::parse(&uuid::Uuid::new_v4().to_string()).expect("event"),
+                board: BoardId::parse(&format!("b{b}")).expect("board"),
+                user_id: UserId::parse(&format!("u{u}")).expect("user"),
+                score: 100 * version + u,
+                version,
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn cluster_mode_survives_slot_moves_and_failover() {
+    let cluster = RedisCluster::start().expect("a local Redis Cluster");
+    let settings = RedisSettings {
+        url: cluster.seeds().join(","),
+        cluster: true,
+        namespace: "clustertest".into(),
+        ..RedisSettings::default()
+    };
+    settings_are_valid(&settings);
+    let cache = Cache::connect(&settings).expect("cluster client");
+    let ttl = Duration::from_secs(60);
+
+    // One batch over 40 boards: 40 slots on 3 masters, split and sent per slot.
+    let batch = entries(1);
+    let slots: std::collections::BTreeSet<u16> = batch
+        .iter()
+        .map(|e| cluster_slot(&cache.keys().scores(&e.board)))
+        .collect();
+    assert!(slots.len() > 30, "{slots:?}");
+    let outcomes = apply_batch(&cache, &batch, ttl).await.expect("batch");
+    assert!(
+        outcomes.iter().all(|o| *o == RowOutcome::Applied),
+        "{outcomes:?}"
+    );
+    // The same batch again: every row a duplicate, in order.
+    let again = apply_batch(&cache, &batch, ttl).await.expect("batch again");
+    assert!(
+        again.iter().all(|o| *o == RowOutcome::Duplicate),
+        "{again:?}"
+    );
+
+    // A member read is a MULTI/EXEC; after its slot moves, the first try is aborted by MOVED
+    // and the read must still answer.
+    let board = BoardId::parse("b7").expect("board");
+    let user = UserId::parse("u2").expect("user");
+    let before = projection_read::member(&cache, &board, &user)
+        .await
+        .expect("member read")
+        .expect("the member");
+    cluster
+        .migrate_slot(cluster_slot(&cache.keys().scores(&board)))
+        .expect("slot migration");
+    let after = projection_read::member(&cache, &board, &user)
+        .await
+        .expect("member read after the slot moved")
+        .expect("the member after the slot moved");
+    assert_eq!((after.score, after.version), (before.score, before.version));
+    assert_eq!((after.score, after.version, after.rank), (102, 1, 1));
+
+    // A replica takes over; newer versions still apply everywhere, older ones are refused.
+    // The client may send a slot's pipeline twice across the failover (its first reply lost
+    // with the demoted master's connection): the rows it applied then answer Duplicate, which
+    // the projector publishes like Applied.
+    cluster.failover().expect("failover");
+    let newer = apply_batch(&cache, &entries(2), ttl)
+        .await
+        .expect("after failover");
+    assert!(
+        newer
+            .iter()
+            .all(|o| matches!(o, RowOutcome::Applied | RowOutcome::Duplicate)),
+        "{newer:?}"
+    );
+    let older = apply_batch(&cache, &entries(1), ttl)
+        .await
+        .expect("stale batch");
+    assert!(older.iter().all(|o| *o == RowOutcome::Stale), "{older:?}");
+    for b in 0..BOARDS {
+        let board = BoardId::parse(&format!("b{b}")).expect("board");
+        let top = projection_read::top(&cache, &board, 0, 10)
+            .await
+            .expect("top");
+        let scores: Vec<(i64, u64)> = top.iter().map(|e| (e.score, e.rank)).collect();
+        assert_eq!(scores, vec![(202, 1), (201, 2), (200, 3)], "board b{b}");
+    }
+
+    // Per-node commands: every master answers, and SCAN on each finds every board's keys.
+    let masters = cache
+        .on_each_primary(redis::cmd("PING"))
+        .await
+        .expect("PING each master");
+    assert_eq!(masters.len(), 3, "{masters:?}");
+    let keys = cache
+        .scan_keys(&format!("{}:lb:*:z", cache.keys().namespace()))
+        .await
+        .expect("scan");
+    assert_eq!(keys.len(), BOARDS, "{keys:?}");
+}
+
+fn settings_are_valid(redis: &RedisSettings) {
+    let settings = ledgerboard_core::config::Settings {
+        redis: redis.clone(),
+        ..Default::default()
+    };
+    settings.validate().expect("cluster settings are valid");
+    let mut single = settings.clone();
+    single.redis.cluster = false;
+    assert!(
+        single.validate().is_err(),
+        "a list of seeds without cluster mode must be refused"
+    );
+}
