@@ -292,6 +292,9 @@ pub struct ReconcilerSettings {
     pub remove_orphans: bool,
     /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
     pub admin_listen: String,
+    /// Boards one pass checks at most (0: every board once). The walk continues in the next
+    /// pass from the board after the last one finished.
+    pub max_boards_per_pass: usize,
 }
 
 impl Default for ReconcilerSettings {
@@ -304,6 +307,7 @@ impl Default for ReconcilerSettings {
             repair_ahead: false,
             remove_orphans: true,
             admin_listen: "127.0.0.1:9102".into(),
+            max_boards_per_pass: 0,
         }
     }
 }

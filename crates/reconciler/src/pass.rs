@@ -1,7 +1,9 @@
-//! One reconciliation pass: walk every source row of every board (or one board) in
-//! keyset-paginated chunks, read the projection of each chunk in one pipelined round trip,
-//! classify, repair; then walk the projection for members with no source row. Memory stays
-//! bounded by the chunk size whatever a board's size.
+//! One reconciliation pass: walk the boards (or one board) in pages of board ids read from
+//! PostgreSQL, starting after the last board the previous pass finished; walk every source row
+//! of each board in keyset-paginated chunks, read the projection of each chunk in one pipelined
+//! round trip, classify, repair; then walk the projection for members with no source row.
+//! Memory stays bounded by the page and chunk sizes whatever the number and size of boards, and
+//! Redis's key space is never scanned.
 
 use std::time::Instant;
 
@@ -24,7 +26,13 @@ pub struct PassOptions {
     pub repair_ahead: bool,
     pub remove_orphans: bool,
     pub chunk_size: usize,
+    /// Stop after this many boards (0: every board once); the next pass continues after the
+    /// last one.
+    pub max_boards: usize,
 }
+
+/// Board ids read per round trip of the walk over boards.
+const BOARDS_PAGE: usize = 500;
 
 impl PassOptions {
     pub fn from_settings(settings: &ReconcilerSettings) -> Self {
@@ -34,6 +42,7 @@ impl PassOptions {
             repair_ahead: settings.repair_ahead,
             remove_orphans: settings.remove_orphans,
             chunk_size: settings.chunk_size,
+            max_boards: settings.max_boards_per_pass,
         }
     }
 }
@@ -71,48 +80,109 @@ pub async fn run_pass(
 ) -> PassReport {
     let started = Instant::now();
     let mut report = PassReport::new(options.dry_run);
-    let boards = match &options.board {
-        Some(board) => Ok(vec![board.clone()]),
-        None => source::boards(db).await,
+    let ctx = Ctx {
+        db,
+        cache,
+        lock,
+        options,
     };
-    let aborted = match boards {
-        Err(e) => Some(e.to_string()),
-        Ok(boards) => {
-            let mut aborted = None;
-            for board in boards {
-                let mut counts = Counts::default();
-                let ctx = Ctx {
-                    db,
-                    cache,
-                    lock,
-                    options,
-                };
-                let result = check_board(ctx, &board, &mut counts).await;
-                let error = match result {
-                    Ok(()) => None,
-                    Err(PassError::WrongType(e)) => {
-                        tracing::warn!(board = %board, error = %e, "board skipped: a key has the wrong type");
-                        Some(e)
-                    }
-                    Err(e) => {
-                        aborted = Some(e.to_string());
-                        None
-                    }
-                };
-                report.add_board(BoardReport {
-                    board: board.to_string(),
-                    counts,
-                    error,
-                });
-                if aborted.is_some() {
-                    break;
-                }
-            }
-            aborted
-        }
+    let aborted = match &options.board {
+        Some(board) => check_and_report(ctx, board, &mut report).await.err(),
+        None => walk_boards(ctx, &mut report).await.err(),
     };
     report.finish(started.elapsed(), aborted);
     report
+}
+
+/// Every board once, in byte order from after the last board finished before (recorded in
+/// PostgreSQL, so any replica continues the walk) to the end, then from the first board up to
+/// that one; or `max_boards` of them. Progress is recorded after each page of boards and where
+/// the walk stops, early or not (never in a dry run).
+async fn walk_boards(ctx: Ctx<'_>, report: &mut PassReport) -> Result<(), String> {
+    let namespace = ctx.cache.keys().namespace();
+    let resume = source::progress(ctx.db, namespace)
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    report.resumed_after = (!resume.is_empty()).then(|| resume.clone());
+    let mut segments = vec![(resume.clone(), None)];
+    if !resume.is_empty() {
+        segments.push((String::new(), Some(resume)));
+    }
+    let mut finished: Option<BoardId> = None;
+    let walked = walk_segments(ctx, report, segments, &mut finished).await;
+    if let Some(board) = finished.filter(|_| !ctx.options.dry_run) {
+        let recorded = source::record_progress(ctx.db, namespace, &board).await;
+        if let (Ok(()), Err(e)) = (&walked, recorded) {
+            return Err(e.to_string());
+        }
+    }
+    walked
+}
+
+async fn walk_segments(
+    ctx: Ctx<'_>,
+    report: &mut PassReport,
+    segments: Vec<(String, Option<String>)>,
+    finished: &mut Option<BoardId>,
+) -> Result<(), String> {
+    let namespace = ctx.cache.keys().namespace();
+    let mut done = 0;
+    for (mut after, upto) in segments {
+        loop {
+            let (page, last) = source::boards_page(ctx.db, &after, upto.as_deref(), BOARDS_PAGE)
+                .await
+                .map_err(|e| e.to_string())?;
+            for board in page {
+                if ctx.options.max_boards > 0 && done == ctx.options.max_boards {
+                    report.more = true;
+                    return Ok(());
+                }
+                check_and_report(ctx, &board, report).await?;
+                done += 1;
+                *finished = Some(board);
+            }
+            if let Some(board) = finished.take_if(|_| !ctx.options.dry_run) {
+                source::record_progress(ctx.db, namespace, &board)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            match last {
+                Some(last) => after = last,
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks one board and adds it to the report. A board with a wrong-typed key is reported and
+/// skipped; any other failure stops the pass (its reason returned).
+async fn check_and_report(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    report: &mut PassReport,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let mut counts = Counts::default();
+    let (error, aborted) = match check_board(ctx, board, &mut counts).await {
+        Ok(()) => (None, None),
+        Err(PassError::WrongType(e)) => {
+            tracing::warn!(board = %board, error = %e, "board skipped: a key has the wrong type");
+            (Some(e), None)
+        }
+        Err(e) => (None, Some(e.to_string())),
+    };
+    report.add_board(BoardReport {
+        board: board.to_string(),
+        counts,
+        error,
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    match aborted {
+        Some(reason) => Err(reason),
+        None => Ok(()),
+    }
 }
 
 /// One repair to make: set `row` (normal), or overwrite an ahead member whose stored version

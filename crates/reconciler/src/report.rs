@@ -68,6 +68,7 @@ pub struct BoardReport {
     /// Why this board could not be checked to its end (a wrong-typed key), if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    pub duration_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,6 +78,12 @@ pub struct PassReport {
     /// Why the pass stopped early (a lost lock, an unreachable server).
     pub aborted: Option<String>,
     pub dry_run: bool,
+    /// The board after which this pass began its walk: where the previous pass stopped
+    /// (None: from the first board, or a pass of one board).
+    pub resumed_after: Option<String>,
+    /// The pass stopped at `reconciler.max_boards_per_pass` with boards left; the next pass
+    /// continues with them.
+    pub more: bool,
     pub totals: Counts,
     pub boards: Vec<BoardReport>,
     pub duration_ms: u64,
@@ -89,6 +96,8 @@ impl PassReport {
             completed: false,
             aborted: None,
             dry_run,
+            resumed_after: None,
+            more: false,
             totals: Counts::default(),
             boards: Vec::new(),
             duration_ms: 0,
@@ -96,7 +105,28 @@ impl PassReport {
         }
     }
 
+    /// Adds a board's counts to the totals and keeps its report. A board with drift, a repair
+    /// or an error gets a log line of its own; with many boards, the clean ones only count.
     pub fn add_board(&mut self, board: BoardReport) {
+        let c = &board.counts;
+        if c.drift() > 0 || c.repaired + c.removed + c.failed > 0 || board.error.is_some() {
+            tracing::info!(
+                board = board.board,
+                checked = c.checked,
+                missing = c.missing,
+                stale = c.stale,
+                ahead = c.ahead,
+                corrupt = c.corrupt,
+                orphan = c.orphan,
+                repaired = c.repaired,
+                removed = c.removed,
+                skipped = c.skipped,
+                failed = c.failed,
+                error = board.error.as_deref().unwrap_or(""),
+                duration_ms = board.duration_ms,
+                "board reconciled"
+            );
+        }
         self.totals.add(&board.counts);
         self.boards.push(board);
     }
@@ -168,6 +198,8 @@ impl PassReport {
         tracing::info!(
             completed = self.completed,
             dry_run = self.dry_run,
+            resumed_after = self.resumed_after.as_deref().unwrap_or(""),
+            more = self.more,
             boards = self.boards.len(),
             checked = t.checked,
             missing = t.missing,

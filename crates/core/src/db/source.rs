@@ -17,16 +17,34 @@ pub struct SourceRow {
     pub version: i64,
 }
 
-/// Every board that has source rows, in byte order. A stored board id that does not validate
-/// is skipped with a warning (it could not be a Redis key).
-pub async fn boards(db: &Database) -> Result<Vec<BoardId>, StoreError> {
+/// Up to `limit` boards that have source rows, in byte order, after `after` ("" for the first)
+/// and, when `upto` is set, up to and including it. A stored board id that does not validate is
+/// skipped with a warning (it could not be a Redis key); the page may then be shorter, so
+/// callers page on with the last id of the raw page, returned second.
+pub async fn boards_page(
+    db: &Database,
+    after: &str,
+    upto: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<BoardId>, Option<String>), StoreError> {
     let client = db.client().await?;
     let (_, rows) = db
         .bounded("reconcile_boards", client, async |c| {
-            db.statements().query(c, sql::RECONCILE_BOARDS, &[]).await
+            db.statements()
+                .query(
+                    c,
+                    sql::RECONCILE_BOARDS,
+                    &[
+                        (&after, Type::TEXT),
+                        (&upto, Type::TEXT),
+                        (&(limit as i32), Type::INT4),
+                    ],
+                )
+                .await
         })
         .await?;
     let mut boards = Vec::with_capacity(rows.len());
+    let mut last = None;
     for row in rows {
         let raw: String = row.try_get(0)?;
         match BoardId::parse(&raw) {
@@ -35,8 +53,43 @@ pub async fn boards(db: &Database) -> Result<Vec<BoardId>, StoreError> {
                 tracing::warn!(board = raw, error = %e, "skipping a board id that cannot be a Redis key")
             }
         }
+        last = Some(raw);
     }
-    Ok(boards)
+    Ok((boards, last))
+}
+
+/// The last board the reconciler finished for `namespace`, if any.
+pub async fn progress(db: &Database, namespace: &str) -> Result<Option<String>, StoreError> {
+    let client = db.client().await?;
+    let (_, row) = db
+        .bounded("reconcile_progress", client, async |c| {
+            db.statements()
+                .query_opt(c, sql::RECONCILE_PROGRESS_GET, &[(&namespace, Type::TEXT)])
+                .await
+        })
+        .await?;
+    Ok(row.map(|r| r.try_get(0)).transpose()?)
+}
+
+/// Records `board` as the last one the reconciler finished for `namespace`.
+pub async fn record_progress(
+    db: &Database,
+    namespace: &str,
+    board: &BoardId,
+) -> Result<(), StoreError> {
+    let client = db.client().await?;
+    let _ = db
+        .bounded("reconcile_progress", client, async |c| {
+            db.statements()
+                .execute(
+                    c,
+                    sql::RECONCILE_PROGRESS_SET,
+                    &[(&namespace, Type::TEXT), (&board.as_str(), Type::TEXT)],
+                )
+                .await
+        })
+        .await?;
+    Ok(())
 }
 
 /// Up to `limit` source rows of `board` after `cursor` ("" to start), in byte order.

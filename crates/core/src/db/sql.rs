@@ -18,6 +18,8 @@ pub const OUTBOX_WAKEUP: &str = include_str!("sql/outbox_wakeup.sql");
 /// The channel `OUTBOX_WAKEUP` notifies and the projectors listen on.
 pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";
 pub const RECONCILE_BOARDS: &str = include_str!("sql/reconcile_boards.sql");
+pub const RECONCILE_PROGRESS_GET: &str = include_str!("sql/reconcile_progress_get.sql");
+pub const RECONCILE_PROGRESS_SET: &str = include_str!("sql/reconcile_progress_set.sql");
 pub const RECONCILE_CHUNK: &str = include_str!("sql/reconcile_chunk.sql");
 pub const RECONCILE_EXISTING: &str = include_str!("sql/reconcile_existing.sql");
 pub const READ_TOP: &str = include_str!("sql/read_top.sql");
