@@ -3,6 +3,7 @@
 //! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
 
 mod api;
+mod boards;
 mod commands;
 mod latency;
 mod load;
@@ -78,6 +79,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let reconciler = reconciler::run(args.quick).await?;
     let reads = reads::run(args.quick).await?;
     let memory = memory::run(args.quick).await?;
+    let boards = boards::run(args.quick).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -88,6 +90,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         reconciler,
         reads,
         memory,
+        boards,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

@@ -172,7 +172,7 @@ fn pgbench_script() -> String {
     format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n")
 }
 
-async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {
+pub(crate) async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {
     client
         .batch_execute(
             "UPDATE leaderboard_outbox SET published_at = NULL, lease_owner = NULL, lease_expires_at = NULL",
@@ -199,7 +199,7 @@ pub fn start_replica(
     Ok((stats, tokio::spawn(projector.run(cancel.clone()))))
 }
 
-async fn wait_delivered(
+pub(crate) async fn wait_delivered(
     replicas: &[(Arc<Stats>, tokio::task::JoinHandle<()>)],
     rows: u64,
     limit: Duration,

@@ -110,7 +110,7 @@ pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
 }
 
 /// A binary of this workspace, built beside this one.
-fn binary(name: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn binary(name: &str) -> anyhow::Result<PathBuf> {
     let dir = std::env::current_exe()?
         .parent()
         .map(Path::to_path_buf)
@@ -126,23 +126,27 @@ fn binary(name: &str) -> anyhow::Result<PathBuf> {
 
 /// Runs a binary to its end, sampling its peak resident memory (VmHWM) while it runs, and
 /// returns its figures and the JSON it printed.
-fn measure(
+pub(crate) fn measure(
     binary: &Path,
     args: &[&str],
     env: &[(&str, String)],
     rows: i64,
 ) -> anyhow::Result<(Run, serde_json::Value)> {
+    // Output goes to files, not pipes: a report larger than a pipe's buffer (one entry per
+    // board) would block the process until someone read it.
+    let stdout_path = std::env::temp_dir().join(format!("bench-{}.out", uuid::Uuid::new_v4()));
+    let stderr_path = stdout_path.with_extension("err");
     let started = Instant::now();
     let mut child = std::process::Command::new(binary)
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&stdout_path)?)
+        .stderr(std::fs::File::create(&stderr_path)?)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kb = 0_u64;
-    loop {
+    let status = loop {
         if let Some(kb) = std::fs::read_to_string(&status_file).ok().and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -150,20 +154,22 @@ fn measure(
         }) {
             peak_kb = peak_kb.max(kb);
         }
-        if child.try_wait()?.is_some() {
-            break;
+        if let Some(status) = child.try_wait()? {
+            break status;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let seconds = started.elapsed().as_secs_f64();
-    let output = child.wait_with_output()?;
+    let stdout = std::fs::read(&stdout_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&stdout_path);
+    let _ = std::fs::remove_file(&stderr_path);
     anyhow::ensure!(
-        output.status.success(),
-        "{} {args:?} failed: {}",
-        binary.display(),
-        String::from_utf8_lossy(&output.stderr)
+        status.success(),
+        "{} {args:?} failed: {stderr}",
+        binary.display()
     );
-    let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let json = serde_json::from_slice(&stdout).unwrap_or(serde_json::Value::Null);
     Ok((
         Run {
             seconds,

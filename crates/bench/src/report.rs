@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::boards::BoardsFigures;
 use crate::commands::Commands;
 use crate::latency::LatencyFigures;
 use crate::memory::MemoryFigures;
@@ -92,6 +93,7 @@ pub struct Report {
     pub reconciler: ReconcilerFigures,
     pub reads: Vec<ReadFigures>,
     pub memory: MemoryFigures,
+    pub boards: BoardsFigures,
 }
 
 /// `| a | b | … |` and a newline.
@@ -109,6 +111,39 @@ impl Report {
         out.push_str(&self.ratios());
         out.push_str(&self.latency_table());
         out.push_str(&self.details());
+        out
+    }
+
+    /// Many boards, on one Redis and on a cluster, beside the one-board drain.
+    fn boards_table(&self) -> String {
+        let b = &self.boards;
+        let one_board = self
+            .projector
+            .drains
+            .iter()
+            .find(|d| d.replicas == b.replicas)
+            .map_or(0.0, |d| d.rows_per_s);
+        let mut out = format!(
+            "\n{} boards ({} rows: 5 hot boards take all but one row in {}, the other boards one row each), \
+             {} projector replicas, then one `ledgerboard-reconciler --once` over every board:\n\n\
+             | Redis | drain | drain ÷ one-board drain ({:.0} rows/s) | reconcile pass |\n|---|---|---|---|\n",
+            b.boards, b.rows, b.cold_every, b.replicas, one_board
+        );
+        for m in &b.modes {
+            out.push_str(&row(&[
+                m.mode.clone(),
+                format!(
+                    "{:.0} rows/s ({:.1} s)",
+                    m.drain_rows_per_s, m.drain_seconds
+                ),
+                format!("{:.2}", m.drain_rows_per_s / one_board),
+                format!("{:.1} s for {} boards", m.pass_seconds, m.pass_boards),
+            ]));
+        }
+        out.push_str(&format!(
+            "\nBoards per cluster master (by hash-tag slot): {:?}. A one-member board's sorted set and version hash: {:.0} B.\n",
+            b.boards_per_master, b.one_member_board_bytes
+        ));
         out
     }
 
@@ -278,6 +313,7 @@ impl Report {
                 format!("{:.0} B", b.per_user(b.total())),
             ]));
         }
+        out.push_str(&self.boards_table());
         let m = &self.machine;
         out.push_str(&format!(
             "\nMachine: {} cores, {}; {}; {}.\n\nPostgreSQL settings: {}.\n\nRedis settings: {}.\n",

@@ -12,7 +12,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
-use ledgerboard_testkit::{RedisServer, TestEnv};
+use ledgerboard_testkit::{RedisServer, TestEnv, seed_skewed_boards};
 use tokio_util::sync::CancellationToken;
 
 const ROWS: i64 = 40_000;
@@ -22,34 +22,6 @@ const COLD: usize = 10_000;
 const BATCH: usize = 250;
 const WORKERS: usize = 2;
 const REPLICAS: usize = 2;
-
-/// Row g (in id order): every fourth row is the only row of cold board g/4, the others go to
-/// hot board g % 5, user g/5 % 200, whose version grows with g.
-async fn seed(env: &TestEnv) {
-    let client = env.db.client().await;
-    client
-        .batch_execute(&format!(
-            "CREATE TEMP TABLE seed AS
-             SELECT g, gen_random_uuid() AS event_id,
-                    CASE WHEN g % 4 = 0 THEN 'cold-' || lpad((g / 4)::text, 5, '0')
-                         ELSE 'hot-' || (g % {HOT}) END AS board_id,
-                    CASE WHEN g % 4 = 0 THEN 'u1'
-                         ELSE 'u' || (g / {HOT} % {HOT_USERS}) END AS user_id,
-                    g * 7 - 1000 AS score,
-                    CASE WHEN g % 4 = 0 THEN 1 ELSE g / ({HOT} * {HOT_USERS}) + 1 END AS version
-             FROM generate_series(0::bigint, {ROWS} - 1) AS g;
-             INSERT INTO score_events (event_id, board_id, user_id, delta, score, version)
-                 SELECT event_id, board_id, user_id, 1, score, version FROM seed;
-             INSERT INTO leaderboard_outbox (event_id, board_id, user_id, absolute_score, score_version)
-                 SELECT event_id, board_id, user_id, score, version FROM seed ORDER BY g;
-             INSERT INTO user_scores (board_id, user_id, score, version)
-                 SELECT DISTINCT ON (board_id, user_id) board_id, user_id, score, version
-                 FROM seed ORDER BY board_id, user_id, version DESC;
-             ANALYZE leaderboard_outbox;"
-        ))
-        .await
-        .expect("seed");
-}
 
 /// board → user → (score, version) of every board in PostgreSQL.
 async fn source(env: &TestEnv) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
@@ -158,7 +130,7 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
         s.reconciler.max_boards_per_pass = 4_000;
     })
     .await;
-    seed(&env).await;
+    seed_skewed_boards(&env.db.client().await, ROWS, 4, HOT, HOT_USERS).await;
 
     let cancel = CancellationToken::new();
     let replicas: Vec<_> = (0..REPLICAS)
