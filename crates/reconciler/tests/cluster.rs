@@ -33,7 +33,11 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
         > 0
     {}
     for board in ["b", "c", "d"] {
-        assert_eq!(env.projection(board).await, env.source(board).await, "{board}");
+        assert_eq!(
+            env.projection(board).await,
+            env.source(board).await,
+            "{board}"
+        );
     }
 
     // A member lost from board b: one pass under the lock repairs it.
@@ -73,7 +77,10 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
     cluster
         .migrate_slot(cluster_slot(&cache.keys().scores(&b)))
         .expect("slot migration");
-    let after = reconciler.run_once(&options).await.expect("pass after the move");
+    let after = reconciler
+        .run_once(&options)
+        .await
+        .expect("pass after the move");
     assert!(after.completed, "{:?}", after.aborted);
     assert_eq!(after.totals.drift(), 0, "{:?}", after.totals);
     assert_eq!(after.totals.checked, 900);

@@ -12,7 +12,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
-use ledgerboard_testkit::{RedisServer, TestEnv, seed_skewed_boards};
+use ledgerboard_testkit::{RedisServer, TestEnv, seed_skewed_boards, source_boards};
 use tokio_util::sync::CancellationToken;
 
 const ROWS: i64 = 40_000;
@@ -22,28 +22,6 @@ const COLD: usize = 10_000;
 const BATCH: usize = 250;
 const WORKERS: usize = 2;
 const REPLICAS: usize = 2;
-
-/// board → user → (score, version) of every board in PostgreSQL.
-async fn source(env: &TestEnv) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
-    let mut boards: BTreeMap<String, BTreeMap<String, (i64, i64)>> = BTreeMap::new();
-    for row in env
-        .db
-        .client()
-        .await
-        .query(
-            "SELECT board_id, user_id, score, version FROM user_scores",
-            &[],
-        )
-        .await
-        .expect("source")
-    {
-        boards
-            .entry(row.get(0))
-            .or_default()
-            .insert(row.get(1), (row.get(2), row.get(3)));
-    }
-    boards
-}
 
 /// The same boards read back from Redis, 500 boards per pipeline.
 async fn projection(
@@ -151,7 +129,7 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     assert_eq!(env.outbox_counts().await, (0, 0, ROWS));
 
     // Correct: every board equals PostgreSQL.
-    let expected = source(&env).await;
+    let expected = source_boards(&env.db.client().await).await;
     assert_eq!(expected.len(), COLD + HOT as usize);
     let names: Vec<String> = expected.keys().cloned().collect();
     let cache = env.cache();

@@ -15,7 +15,8 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::keys::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_testkit::{
-    Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate, workspace_binary,
+    Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate, source_boards,
+    workspace_binary,
 };
 
 const BOARDS: u32 = 24;
@@ -37,8 +38,7 @@ fn pick_board(n: u64) -> u32 {
 }
 
 struct Stack {
-    _db: TestDb,
-    db_url: String,
+    db: TestDb,
     env: Vec<(String, String)>,
     api: String,
     redis: RedisSettings,
@@ -65,34 +65,10 @@ impl Stack {
     }
 }
 
-async fn source(db_url: &str) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
-    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+async fn outbox_unpublished(db: &TestDb) -> (i64, i64) {
+    let row = db
+        .client()
         .await
-        .expect("connect");
-    tokio::spawn(conn);
-    let mut boards: BTreeMap<String, BTreeMap<String, (i64, i64)>> = BTreeMap::new();
-    for row in client
-        .query(
-            "SELECT board_id, user_id, score, version FROM user_scores",
-            &[],
-        )
-        .await
-        .expect("source")
-    {
-        boards
-            .entry(row.get(0))
-            .or_default()
-            .insert(row.get(1), (row.get(2), row.get(3)));
-    }
-    boards
-}
-
-async fn outbox_unpublished(db_url: &str) -> (i64, i64) {
-    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    let row = client
         .query_one(
             "SELECT count(*) FILTER (WHERE parked_at IS NULL), count(*) FILTER (WHERE parked_at IS NOT NULL)
              FROM leaderboard_outbox WHERE published_at IS NULL",
@@ -207,8 +183,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         ..RedisSettings::default()
     };
     let stack = Stack {
-        db_url: db.url.clone(),
-        _db: db,
+        db,
         env,
         api,
         redis,
@@ -277,7 +252,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     // The projectors drain the outbox, through the failover and the migration, parking nothing.
     let started = Instant::now();
     loop {
-        let (pending, parked) = outbox_unpublished(&stack.db_url).await;
+        let (pending, parked) = outbox_unpublished(&stack.db).await;
         assert_eq!(parked, 0, "rows were parked by cluster events");
         if pending == 0 {
             break;
@@ -290,7 +265,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let cache = Cache::connect(&stack.redis).expect("cluster client");
-    let expected = source(&stack.db_url).await;
+    let expected = source_boards(&stack.db.client().await).await;
     assert_eq!(expected.len(), BOARDS as usize);
     let projected = projection(&cache).await;
     assert!(

@@ -489,6 +489,28 @@ pub async fn seed_outbox(client: &tokio_postgres::Client, board: &str, users: i6
         .expect("seed scores");
 }
 
+/// Every board's members in PostgreSQL: board → user → (score, version).
+pub async fn source_boards(
+    client: &tokio_postgres::Client,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, (i64, i64)>> {
+    let mut boards: std::collections::BTreeMap<String, std::collections::BTreeMap<_, _>> =
+        std::collections::BTreeMap::new();
+    for row in client
+        .query(
+            "SELECT board_id, user_id, score, version FROM user_scores",
+            &[],
+        )
+        .await
+        .expect("read user_scores")
+    {
+        boards
+            .entry(row.get(0))
+            .or_default()
+            .insert(row.get(1), (row.get(2), row.get(3)));
+    }
+    boards
+}
+
 /// Seeds `rows` outbox rows over many boards with skewed traffic, in one arrival order: every
 /// `cold_every`-th row is the only row of a cold board of its own (`cold-00000`, `cold-00001`, …), the
 /// others go to `hot` hot boards (`hot-0`, …) of up to `hot_users` users each, whose versions
