@@ -15,16 +15,32 @@ down:
     deploy/local/down.sh
 
 # The quick benchmark only checks that the harness still runs; its figures are not for reading.
-# Format check, clippy, alert rules, k8s manifests, quick benchmark, every test on real servers.
+# Tools, format check, clippy, alert rules, container files, k8s manifests, the fresh-clone
+# check, quick benchmark, every test on real servers.
 test:
-    cargo fmt --all --check
-    cargo clippy --workspace --all-targets -- -D warnings
-    promtool check rules deploy/observability/alerts.yaml
-    promtool test rules deploy/observability/alerts.test.yaml
-    deploy/k8s/validate.sh
-    cargo build -q --workspace --bins
-    target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
-    cargo test --workspace
+    #!/usr/bin/env bash
+    set -euo pipefail
+    # Installs what is missing, starts PostgreSQL and Redis if they are down, and limits PATH
+    # to a new machine's tools plus the declared ones (deploy/tools/env.sh).
+    source deploy/tools/env.sh test
+    step() { echo "== $*" >&2; "$@"; }
+    step cargo fmt --all --check
+    step cargo clippy --workspace --all-targets -- -D warnings
+    step promtool check rules deploy/observability/alerts.yaml
+    step promtool test rules deploy/observability/alerts.test.yaml
+    step hadolint deploy/docker/Dockerfile
+    step check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+    step deploy/k8s/validate.sh
+    step deploy/tools/check-fresh-clone.sh
+    step cargo build -q --workspace --bins
+    step target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
+    step cargo test --workspace
+
+# Install what PURPOSE (up or test) needs and is missing; prints one line when nothing is.
+tools PURPOSE="test":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    source deploy/tools/env.sh {{PURPOSE}}
 
 # Starts the missing ones (admin ports 9111, 9112, ...) and stops the extra ones.
 # Run exactly N local projector processes beside a running `just up` stack.

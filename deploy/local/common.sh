@@ -34,7 +34,7 @@ pg_bin() {
 }
 
 # The daemons' binaries, as `cargo build` leaves them.
-bin="$ROOT/target/$PROFILE"
+bin="${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE"
 
 start_daemon() { # name binary [VAR=value ...]
     local name=$1 binary=$2; shift 2
@@ -52,7 +52,8 @@ wait_started() { # name binary
 }
 
 # Each projector gets its own admin port (/healthz, /readyz, /metrics): 9111, 9112, ...
-projector_admin() { echo "127.0.0.1:$((9110 + $1))"; }
+# (LEDGERBOARD_PROJECTOR_PORT_BASE + i; the fresh-clone check moves it off a running stack's).
+projector_admin() { echo "127.0.0.1:$((${LEDGERBOARD_PROJECTOR_PORT_BASE:-9110} + $1))"; }
 
 start_projector() { # index
     start_daemon "projector-$1" ledgerboard-projector \

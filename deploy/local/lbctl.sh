@@ -5,4 +5,4 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 cargo build -q --workspace --bins
-exec "$ROOT/target/debug/lbctl" "$@"
+exec "${CARGO_TARGET_DIR:-$ROOT/target}/debug/lbctl" "$@"

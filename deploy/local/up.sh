@@ -3,6 +3,8 @@
 # URLs, else starts local servers from the installed binaries with their data in .local/;
 # applies migrations; builds and starts the three daemons; prints where the API listens.
 set -euo pipefail
+# What `just up` needs and a machine lacks is installed first (deploy/tools/env.sh).
+source "$(dirname "$0")/../tools/env.sh" up
 source "$(dirname "$0")/common.sh"
 mkdir -p "$RUN" "$LOG"
 cd "$ROOT"
@@ -15,13 +17,13 @@ if pg_isready -q -d "$admin_url" -t 3; then
     echo "PostgreSQL answers at $db_host:$db_port"
 else
     echo "PostgreSQL does not answer at $db_host:$db_port: starting a local one in .local/pg"
-    bin=$(pg_bin)
+    pg_dir=$(pg_bin)
     mkdir -p "$STATE/pg" "$STATE/pg-socket"
     [ "$(id -u)" = 0 ] && chown postgres "$STATE/pg" "$STATE/pg-socket" "$LOG"
     if [ ! -f "$STATE/pg/PG_VERSION" ]; then
-        as_postgres "$bin/initdb" -D "$STATE/pg" -U postgres --auth=trust >"$LOG/initdb.log"
+        as_postgres "$pg_dir/initdb" -D "$STATE/pg" -U postgres --auth=trust >"$LOG/initdb.log"
     fi
-    as_postgres "$bin/pg_ctl" -D "$STATE/pg" -l "$LOG/postgres.log" -w -t 30 \
+    as_postgres "$pg_dir/pg_ctl" -D "$STATE/pg" -l "$LOG/postgres.log" -w -t 30 \
         -o "-p $db_port -c listen_addresses=$db_host -k $STATE/pg-socket" start >/dev/null
     touch "$RUN/postgres.started"
 fi

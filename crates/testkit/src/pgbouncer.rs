@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BINARY: &str = "/usr/sbin/pgbouncer";
+// Found through PATH, like every tool the tests run (deploy/tools/env.sh declares it).
+const BINARY: &str = "pgbouncer";
 
 pub struct PgBouncer {
     pub port: u16,

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The README's commands in a clean clone of HEAD, as a new user runs them: `./just up` twice (the
+# second must install nothing), a score posted and read back through the API, `./just tools
+# test` (what `./just test` installs before it tests), `./just down`. `just` and every tool this
+# project installs are hidden from PATH, so a missing install step fails here. `just test` runs
+# this; `./just test` in the clone is not run again (it would run every test twice): the
+# outer `just test` already runs with PATH limited the same way (deploy/tools/env.sh).
+#
+# The clone's stack uses its own database, Redis namespace and ports, so a running `just up`
+# is left alone; its build goes to target/fresh-clone (one full debug build the first time).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ledgerboard-fresh.XXXXXX")
+tag="fresh_$(basename "$tmp" | tr -dc 'a-zA-Z0-9' | tr 'A-Z' 'a-z')"
+clone="$tmp/ledgerboard"
+git clone -q "$root" "$clone"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Projector i listens on base + i: a base whose next two ports are free.
+free_base() {
+    python3 -c '
+import socket
+for base in range(20000, 60000, 7):
+    try:
+        ss = [socket.socket() for _ in range(2)]
+        for i, s in enumerate(ss): s.bind(("127.0.0.1", base + 1 + i))
+        print(base); break
+    except OSError: pass
+    finally:
+        for s in ss: s.close()'
+}
+
+api="127.0.0.1:$(free_port)"
+export LEDGERBOARD__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$tag"
+export LEDGERBOARD__REDIS__URL=redis://127.0.0.1:6379
+export LEDGERBOARD__REDIS__NAMESPACE="$tag"
+export LEDGERBOARD__API__LISTEN="$api"
+export LEDGERBOARD__RECONCILER__ADMIN_LISTEN="127.0.0.1:$(free_port)"
+export LEDGERBOARD_PROJECTOR_PORT_BASE=$(free_base)
+export CARGO_TARGET_DIR="$root/target/fresh-clone"
+# A new user's PATH: a new machine's tools only (just, the venv and the installed tools hidden).
+user_path="$root/.local/tools/path"
+[ -d "$user_path" ] || { echo "source deploy/tools/env.sh first (no $user_path)" >&2; exit 1; }
+export LB_HIDE=just
+
+cleanup() {
+    (cd "$clone" && PATH="$user_path" ./just down >/dev/null 2>&1) || true
+    psql -q "postgres://postgres@127.0.0.1:5432/postgres" -c "DROP DATABASE IF EXISTS \"$tag\" WITH (FORCE)" || true
+    redis-cli -h 127.0.0.1 --scan --pattern "$tag:*" | xargs -r -n 500 redis-cli -h 127.0.0.1 DEL >/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+run() { # label command...: runs it in the clone with the new user's PATH, prints its time
+    local label=$1 start=$SECONDS; shift
+    if ! (cd "$clone" && PATH="$user_path" "$@") >"$tmp/$label.log" 2>&1; then
+        echo "fresh clone: '$*' failed:" >&2; tail -n 30 "$tmp/$label.log" >&2; exit 1
+    fi
+    times+=("$label $((SECONDS - start)) s")
+}
+times=()
+
+if (cd "$clone" && PATH="$user_path" command -v just) >/dev/null 2>&1; then
+    echo "fresh clone: just is still on the new user's PATH" >&2; exit 1
+fi
+run "up" ./just up
+run "up-again" ./just up
+if ! grep -q "tools: nothing to install for up" "$tmp/up-again.log"; then
+    echo "fresh clone: the second ./just up installed something:" >&2; cat "$tmp/up-again.log" >&2; exit 1
+fi
+
+# The README's example: a score command, then the board read back through the API.
+body='{"event_id":"0b9a3c52-4f5e-4c1e-9d7a-2f1e8b6c4d3a","user_id":"user-a","delta":10}'
+code=$(curl -s -o "$tmp/post.json" -w '%{http_code}' --max-time 10 -X POST \
+    "http://$api/v1/boards/weekly/scores" -H 'Authorization: Bearer local-dev-token' \
+    -H 'Content-Type: application/json' -d "$body")
+[ "$code" = 201 ] || { echo "fresh clone: POST answered $code: $(cat "$tmp/post.json")" >&2; exit 1; }
+for _ in $(seq 50); do
+    curl -s --max-time 5 "http://$api/v1/boards/weekly/top?limit=10&consistency=eventual" >"$tmp/top.json" || true
+    grep -q '"user_id":"user-a","score":10' "$tmp/top.json" && break
+    sleep 0.1
+done
+grep -q '"user_id":"user-a","score":10' "$tmp/top.json" \
+    || { echo "fresh clone: the score never reached the projection: $(cat "$tmp/top.json")" >&2; exit 1; }
+
+run "tools-test" ./just tools test
+run "down" ./just down
+echo "fresh clone: README's commands passed with just and installed tools hidden (${times[*]})"
