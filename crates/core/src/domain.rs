@@ -249,6 +249,10 @@ pub enum Classification {
     /// Same version, different score; or a stored version that is not a number.
     Corrupt,
     Current,
+    /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
+    /// source version is still pending: the projector has yet to write it. Normal progress,
+    /// not drift, and not repaired.
+    Lagging,
     /// In Redis with no source row.
     Orphan,
 }

@@ -1,5 +1,5 @@
 //! `ledgerboard-reconciler`: compares the Redis projection (observed) with PostgreSQL
-//! (intent), classifies every member as missing, stale, ahead, corrupt, current or orphan,
+//! (intent), classifies every member as missing, stale, ahead, corrupt, current, lagging or orphan,
 //! and repairs the drift, with one replica at work at a time (a Redis lock).
 
 pub mod classify;

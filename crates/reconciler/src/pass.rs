@@ -218,6 +218,7 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
         let rows = source::chunk(db, board, &cursor, options.chunk_size).await?;
         let Some(last) = rows.last() else { break };
         cursor = last.user_id.clone();
+        let full_chunk = rows.len() == options.chunk_size;
         let observed = observe(
             cache,
             &scores_key,
@@ -225,14 +226,27 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
             rows.iter().map(|r| r.user_id.as_str()),
         )
         .await?;
+        let mut judged: Vec<Judged> = rows
+            .into_iter()
+            .zip(observed)
+            .map(|(row, seen)| Judged {
+                class: Some(classify(row.score, row.version, &seen)),
+                row,
+                seen,
+            })
+            .collect();
+        recheck(ctx, board, &scores_key, &versions_key, &mut judged).await?;
         let mut repairs = Vec::new();
-        for (row, seen) in rows.iter().zip(&observed) {
+        for Judged { row, seen, class } in &judged {
+            // Gone from the source at the re-read: left to the orphan scan below (which the
+            // sizes then call for), since it no longer has a row to compare with.
+            let Some(class) = *class else { continue };
+            counts.checked += 1;
             in_scores += u64::from(seen.score.is_some());
             in_versions += u64::from(seen.version.is_some());
-            let class = classify(row.score, row.version, seen);
             counts.count(class);
             match class {
-                Classification::Current | Classification::Orphan => {}
+                Classification::Current | Classification::Lagging | Classification::Orphan => {}
                 Classification::Missing | Classification::Stale | Classification::Corrupt => {
                     repairs.push(Repair {
                         row,
@@ -249,6 +263,8 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
                         "projection is ahead of the source (wrong database? restored backup?)"
                     );
                     if options.repair_ahead {
+                        // `row` was read after `seen`, and the script writes it only while
+                        // Redis still holds the version seen: never over a newer one.
                         repairs.push(Repair {
                             row,
                             force_over: Some(seen.version.clone().unwrap_or_default()),
@@ -257,12 +273,11 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
                 }
             }
         }
-        counts.checked += rows.len() as u64;
         if !options.dry_run && !repairs.is_empty() {
             confirm(lock).await?;
             repair(cache, &scores_key, &versions_key, &repairs, counts).await?;
         }
-        if rows.len() < options.chunk_size {
+        if !full_chunk {
             break;
         }
     }
@@ -284,6 +299,104 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
         orphans(ctx, board, counts, scan_scores, scan_versions).await?;
     }
     Ok(())
+}
+
+/// One member of a chunk: the source row and the observation it is judged on, and its class
+/// (None once its source row is gone).
+struct Judged {
+    row: SourceRow,
+    seen: Observed,
+    class: Option<Classification>,
+}
+
+/// Judges again the members of a chunk that were not current at the first look, which read
+/// PostgreSQL first and Redis second: a command projected between the two reads made its
+/// member look ahead, and one still on its way made it look stale. Three batched reads of
+/// those members only, one round trip each:
+///
+/// 1. Redis, then 2. PostgreSQL (the source row and whether the outbox row of its version is
+///    still pending, in one snapshot). Whatever Redis holds was committed in PostgreSQL before
+///    it was projected, so a version read in Redis that exceeds the one PostgreSQL holds
+///    afterwards is invented state: only that is `ahead`. Older than PostgreSQL (or absent)
+///    with the source version still pending is `lagging`.
+/// 3. Redis once more, for the members still behind whose version is not pending: the
+///    projector marks a row published after writing it, so it may have written it between
+///    reads 1 and 2. A member still behind now was published (or parked) without being in
+///    Redis: real drift.
+async fn recheck(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    scores_key: &str,
+    versions_key: &str,
+    judged: &mut [Judged],
+) -> Result<(), PassError> {
+    let suspects: Vec<usize> = (0..judged.len())
+        .filter(|&i| judged[i].class != Some(Classification::Current))
+        .collect();
+    if suspects.is_empty() {
+        return Ok(());
+    }
+    let users: Vec<String> = suspects
+        .iter()
+        .map(|&i| judged[i].row.user_id.clone())
+        .collect();
+    let before = observe(
+        ctx.cache,
+        scores_key,
+        versions_key,
+        users.iter().map(String::as_str),
+    )
+    .await?;
+    let mut fresh = source::recheck(ctx.db, board, &users).await?;
+    let mut behind = Vec::new();
+    for (&i, seen) in suspects.iter().zip(before) {
+        let member = &mut judged[i];
+        let Some(again) = fresh.remove(&member.row.user_id) else {
+            member.class = None;
+            continue;
+        };
+        member.row = again.row;
+        member.seen = seen;
+        let class = classify(member.row.score, member.row.version, &member.seen);
+        let is_behind = matches!(class, Classification::Stale)
+            || (class == Classification::Missing && is_absent(&member.seen));
+        member.class = Some(if is_behind && again.pending {
+            Classification::Lagging
+        } else {
+            if is_behind {
+                behind.push(i);
+            }
+            class
+        });
+    }
+    if behind.is_empty() {
+        return Ok(());
+    }
+    let after = observe(
+        ctx.cache,
+        scores_key,
+        versions_key,
+        behind.iter().map(|&i| judged[i].row.user_id.as_str()),
+    )
+    .await?;
+    for (&i, seen) in behind.iter().zip(after) {
+        let member = &mut judged[i];
+        let class = classify(member.row.score, member.row.version, &seen);
+        member.class = Some(match class {
+            // Written since the re-read: the projector's progress. Ahead of the re-read here
+            // means a newer command projected meanwhile, not invented state.
+            Classification::Current | Classification::Ahead => Classification::Current,
+            drift => drift,
+        });
+        member.seen = seen;
+    }
+    Ok(())
+}
+
+/// Neither half of the member is in Redis: what a member not projected yet looks like (one
+/// half without the other is never written by the projector, so that stays drift).
+fn is_absent(seen: &Observed) -> bool {
+    seen.score.is_none() && seen.version.is_none()
 }
 
 async fn confirm(lock: Option<&HeldLock>) -> Result<(), PassError> {

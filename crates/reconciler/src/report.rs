@@ -14,6 +14,9 @@ pub struct Counts {
     pub ahead: u64,
     pub corrupt: u64,
     pub current: u64,
+    /// Members whose newest version is still pending in the outbox (the projector has yet to
+    /// write it): not drift, not repaired.
+    pub lagging: u64,
     /// Members in Redis with no source row.
     pub orphan: u64,
     /// Members set to their source score and version.
@@ -35,12 +38,14 @@ impl Counts {
             Classification::Ahead => &mut self.ahead,
             Classification::Corrupt => &mut self.corrupt,
             Classification::Current => &mut self.current,
+            Classification::Lagging => &mut self.lagging,
             Classification::Orphan => &mut self.orphan,
         };
         *slot += 1;
     }
 
-    /// Rows whose projection differs from the source (orphans included).
+    /// Rows whose projection differs from the source (orphans included), lagging ones aside:
+    /// the projector is still on its way to them.
     pub fn drift(&self) -> u64 {
         self.missing + self.stale + self.ahead + self.corrupt + self.orphan
     }
@@ -52,6 +57,7 @@ impl Counts {
         self.ahead += other.ahead;
         self.corrupt += other.corrupt;
         self.current += other.current;
+        self.lagging += other.lagging;
         self.orphan += other.orphan;
         self.repaired += other.repaired;
         self.removed += other.removed;
@@ -117,6 +123,7 @@ impl PassReport {
                 stale = c.stale,
                 ahead = c.ahead,
                 corrupt = c.corrupt,
+                lagging = c.lagging,
                 orphan = c.orphan,
                 repaired = c.repaired,
                 removed = c.removed,
@@ -163,6 +170,10 @@ impl PassReport {
                     .record(n as i64, &[KeyValue::new("class", class)]);
             }
         }
+        m.reconcile_lagging.add(t.lagging, &[]);
+        if self.completed {
+            m.reconcile_last_pass_lagging.record(t.lagging as i64, &[]);
+        }
         m.reconcile_repairs
             .add(t.repaired, &[KeyValue::new("action", "repaired")]);
         m.reconcile_repairs
@@ -207,6 +218,7 @@ impl PassReport {
             ahead = t.ahead,
             corrupt = t.corrupt,
             current = t.current,
+            lagging = t.lagging,
             orphan = t.orphan,
             repaired = t.repaired,
             removed = t.removed,

@@ -102,7 +102,8 @@ async fn three_hand_edits_are_found_and_repaired_in_one_pass() {
 #[tokio::test]
 async fn the_daemon_reconciles_on_its_schedule_and_stops_cleanly() {
     let env = TestEnv::new(|_| {}).await;
-    env.seed("b", 3, 3).await; // never projected: all missing
+    env.seed("b", 3, 3).await;
+    env.mark_published("b").await; // projected, then lost from Redis: all missing
     let mut envs = daemon_env(&env);
     envs.extend([
         ("LEDGERBOARD__RECONCILER__INTERVAL_MS", "200"),

@@ -166,8 +166,9 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
         s.reconciler.lock_ttl_ms = 1_000;
     })
     .await;
-    // 20,000 source rows never projected: every one is missing.
+    // 20,000 source rows projected into a Redis that then lost them: every one is missing.
     env.seed("b", 20_000, 20_000).await;
+    env.mark_published("b").await;
     let r = reconciler(&env);
     let opts = options(&env);
     let pass = tokio::spawn(async move { r.run_once(&opts).await });

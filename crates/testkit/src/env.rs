@@ -118,6 +118,38 @@ impl TestEnv {
         (r.get(0), r.get(1), r.get(2))
     }
 
+    /// Marks every pending outbox row of `board` published without projecting it: the state of
+    /// a Redis that lost what was projected into it. The reconciler then finds those members
+    /// drifted (missing or stale), where a pending row would make them lagging.
+    pub async fn mark_published(&self, board: &str) {
+        self.db
+            .client()
+            .await
+            .execute(
+                "UPDATE leaderboard_outbox SET published_at = now()
+                 WHERE board_id = $1 AND published_at IS NULL",
+                &[&board],
+            )
+            .await
+            .expect("mark published");
+    }
+
+    /// Parks the pending outbox rows of one member, as the projector does after its last
+    /// allowed attempt; returns how many.
+    pub async fn park(&self, board: &str, user: &str) -> u64 {
+        self.db
+            .client()
+            .await
+            .execute(
+                "UPDATE leaderboard_outbox SET parked_at = now(), last_error = 'parked by a test'
+                 WHERE board_id = $1 AND user_id = $2
+                   AND published_at IS NULL AND parked_at IS NULL",
+                &[&board, &user],
+            )
+            .await
+            .expect("park")
+    }
+
     /// Waits until nothing is pending (parked rows aside), for at most `limit`.
     pub async fn wait_drained(&self, limit: Duration) -> bool {
         let started = Instant::now();

@@ -1,7 +1,7 @@
 //! The source side as the reconciler and the rebuild read it: boards, keyset-paginated
 //! chunks of a board's scores, and which members exist.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tokio_postgres::types::Type;
 
@@ -122,6 +122,55 @@ pub async fn chunk(
                 score: r.try_get(1)?,
                 version: r.try_get(2)?,
             })
+        })
+        .collect()
+}
+
+/// A source row read again, with whether the outbox row of its version is still pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecheckedRow {
+    pub row: SourceRow,
+    /// The projector has yet to write this version: its outbox row is neither published nor
+    /// parked.
+    pub pending: bool,
+}
+
+/// The source rows of those of `users` that have one on `board`, by user id, each with whether
+/// its version is still pending in the outbox; one statement, so one snapshot for both.
+pub async fn recheck(
+    db: &Database,
+    board: &BoardId,
+    users: &[String],
+) -> Result<HashMap<String, RecheckedRow>, StoreError> {
+    if users.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let client = db.client().await?;
+    let (_, rows) = db
+        .bounded("reconcile_recheck", client, async |c| {
+            db.statements()
+                .query(
+                    c,
+                    sql::RECONCILE_RECHECK,
+                    &[(&board.as_str(), Type::TEXT), (&users, Type::TEXT_ARRAY)],
+                )
+                .await
+        })
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let row = SourceRow {
+                user_id: r.try_get(0)?,
+                score: r.try_get(1)?,
+                version: r.try_get(2)?,
+            };
+            Ok((
+                row.user_id.clone(),
+                RecheckedRow {
+                    row,
+                    pending: r.try_get(3)?,
+                },
+            ))
         })
         .collect()
 }

@@ -22,6 +22,7 @@ pub const RECONCILE_PROGRESS_GET: &str = include_str!("sql/reconcile_progress_ge
 pub const RECONCILE_PROGRESS_SET: &str = include_str!("sql/reconcile_progress_set.sql");
 pub const RECONCILE_CHUNK: &str = include_str!("sql/reconcile_chunk.sql");
 pub const RECONCILE_EXISTING: &str = include_str!("sql/reconcile_existing.sql");
+pub const RECONCILE_RECHECK: &str = include_str!("sql/reconcile_recheck.sql");
 pub const READ_TOP: &str = include_str!("sql/read_top.sql");
 pub const READ_USER: &str = include_str!("sql/read_user.sql");
 pub const READ_ABOVE: &str = include_str!("sql/read_above.sql");

@@ -57,6 +57,11 @@ pub struct Metrics {
     pub reconcile_drift: Counter<u64>,
     /// Drift found by the last completed pass, by `class`.
     pub reconcile_last_pass_drift: Gauge<i64>,
+    /// Members found lagging (their newest version still pending in the outbox); not drift,
+    /// so a metric of its own rather than a `class` of the drift metrics.
+    pub reconcile_lagging: Counter<u64>,
+    /// Lagging members found by the last completed pass.
+    pub reconcile_last_pass_lagging: Gauge<i64>,
     /// Members set to their source value (`action=repaired`) or removed (`action=removed`).
     pub reconcile_repairs: Counter<u64>,
     /// Passes by `outcome` (completed, aborted).
@@ -170,6 +175,16 @@ impl Metrics {
                 .i64_gauge("ledgerboard.reconcile.last_pass.drift")
                 .with_description("Drift found by the last completed pass, by class")
                 .build(),
+            reconcile_lagging: counter(
+                "ledgerboard.reconcile.lagging",
+                "Members whose newest version was still pending in the outbox, over all passes",
+            ),
+            reconcile_last_pass_lagging: m
+                .i64_gauge("ledgerboard.reconcile.last_pass.lagging")
+                .with_description(
+                    "Members whose newest version was still pending in the outbox, last completed pass",
+                )
+                .build(),
             reconcile_repairs: counter(
                 "ledgerboard.reconcile.repairs",
                 "Members repaired or removed, by action",
@@ -229,6 +244,7 @@ impl Metrics {
             self.reconcile_drift
                 .add(0, &[KeyValue::new("class", class)]);
         }
+        self.reconcile_lagging.add(0, &[]);
         for action in ["repaired", "removed"] {
             self.reconcile_repairs
                 .add(0, &[KeyValue::new("action", action)]);
