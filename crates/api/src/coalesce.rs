@@ -18,9 +18,9 @@ use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::domain::{BoardId, RankedEntry};
-use ledgerboard_core::projection_read;
+use ledgerboard_core::projection_read::{self, Sealed};
 
-type Page = Result<Arc<Vec<RankedEntry>>, Arc<CacheError>>;
+type Page = Result<Sealed<Arc<Vec<RankedEntry>>>, Arc<CacheError>>;
 type Flight = Shared<BoxFuture<'static, Page>>;
 
 /// The reads in flight, by board, offset and limit.
@@ -37,7 +37,7 @@ impl TopReads {
         board: &BoardId,
         offset: u64,
         limit: u64,
-    ) -> Result<Arc<Vec<RankedEntry>>, CacheError> {
+    ) -> Result<Sealed<Arc<Vec<RankedEntry>>>, CacheError> {
         let key = (board.clone(), offset, limit);
         let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
@@ -49,7 +49,10 @@ impl TopReads {
                     let f = async move {
                         projection_read::top(&cache, &board, offset, limit)
                             .await
-                            .map(Arc::new)
+                            .map(|page| Sealed {
+                                value: Arc::new(page.value),
+                                seal: page.seal,
+                            })
                             .map_err(Arc::new)
                     }
                     .boxed()

@@ -6,6 +6,7 @@ pub mod freshness;
 pub mod guard;
 mod observe;
 pub mod openapi;
+pub mod rebuilds;
 mod routes;
 pub mod state;
 

@@ -63,15 +63,15 @@ async fn concurrent_identical_reads_share_one_redis_read() {
         "{sent} Redis reads for {requests} concurrent identical requests"
     );
     for page in &pages {
-        assert_eq!(page.len(), 100);
-        assert_eq!(page[0].user_id, "player-4999");
-        assert_eq!(page, &pages[0]);
+        assert_eq!(page.value.len(), 100);
+        assert_eq!(page.value[0].user_id, "player-4999");
+        assert_eq!(page.value, pages[0].value);
     }
 
     // Another page is another read, and a finished read is not served again: a change made
     // after it is seen by the next request.
     let other = reads.top(&cache, &board, 100, 10).await.expect("read");
-    assert_eq!(other[0].user_id, "player-4899");
+    assert_eq!(other.value[0].user_id, "player-4899");
     let () = redis::cmd("ZADD")
         .arg(&key)
         .arg(1_000_000)
@@ -80,5 +80,5 @@ async fn concurrent_identical_reads_share_one_redis_read() {
         .await
         .expect("zadd");
     let after = reads.top(&cache, &board, 0, 100).await.expect("read");
-    assert_eq!(after[0].user_id, "newcomer");
+    assert_eq!(after.value[0].user_id, "newcomer");
 }

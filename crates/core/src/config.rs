@@ -149,6 +149,10 @@ pub struct ApiSettings {
     pub max_connections: usize,
     /// Bound on receiving a request's headers; a slower client is disconnected.
     pub header_timeout_ms: u64,
+    /// Connections of the api's second PostgreSQL pool, for reads (strong reads, fallbacks,
+    /// the lag measurement); commands use `database.pool_max_size` of their own, so slow or
+    /// many reads cannot starve commands. It also bounds how many database reads run at once.
+    pub read_pool_max_size: usize,
 }
 
 impl Default for ApiSettings {
@@ -163,6 +167,7 @@ impl Default for ApiSettings {
             rate_limit_burst: 2_000,
             max_connections: 10_000,
             header_timeout_ms: 5_000,
+            read_pool_max_size: 8,
         }
     }
 }
@@ -635,6 +640,12 @@ impl Settings {
             self.api.max_connections as u64,
             1,
             1_000_000,
+        )?;
+        in_range(
+            "api.read_pool_max_size",
+            self.api.read_pool_max_size as u64,
+            1,
+            1_000,
         )?;
         in_range(
             "api.header_timeout_ms",

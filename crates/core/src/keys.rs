@@ -4,12 +4,23 @@
 //! <namespace>:lb:{<board>}:z          sorted set   member user_id → score
 //! <namespace>:lb:{<board>}:v          hash         user_id → version of the score in :z
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
+//! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
+//!                                                  the projection was given), built_at (ms)
 //! <namespace>:lb:{<board>}:z:rebuild  sorted set   a rebuild's new generation, until it goes live
 //! <namespace>:lb:{<board>}:v:rebuild  hash         (same)
+//! <namespace>:lb:{<board>}:m:rebuild  hash         (same): while it exists, projection writes
+//!                                                  reach the new generation too
 //! <namespace>:lb:{<board>}:z:retired  sorted set   the generation a rebuild replaced, until deleted
 //! <namespace>:lb:{<board>}:v:retired  hash         (same)
 //! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
+//! <namespace>:rebuild:requests        set          boards a reader or projector found unsealed
 //! ```
+//!
+//! A board's projection is *sealed* when `:m` exists and `ZCARD :z` and `HLEN :v` both equal its
+//! `card`: then it holds every member PostgreSQL had when it was built, plus every row projected
+//! since. Only a rebuild seals a board. An empty Redis, a board whose keys were deleted or
+//! evicted, or a member added or removed by hand, all break the seal, and readers see it in the
+//! same round trip as their answer (`projection_read.rs`).
 //!
 //! Every key of one board carries the board id as its hash tag (`{<board>}`), so a script call
 //! that touches several of them stays within one Redis Cluster slot. Board ids are validated
@@ -54,12 +65,21 @@ impl KeyLayout {
         format!("{}:e:{}", self.board_prefix(board), event)
     }
 
+    /// The board's seal (see the module's documentation).
+    pub fn meta(&self, board: &BoardId) -> String {
+        format!("{}:m", self.board_prefix(board))
+    }
+
     /// A rebuild's new generation of [`Self::scores`] and [`Self::versions`].
     pub fn rebuild_scores(&self, board: &BoardId) -> String {
         format!("{}:z:rebuild", self.board_prefix(board))
     }
     pub fn rebuild_versions(&self, board: &BoardId) -> String {
         format!("{}:v:rebuild", self.board_prefix(board))
+    }
+    /// The seal of a rebuild's new generation; its existence marks a build in progress.
+    pub fn rebuild_meta(&self, board: &BoardId) -> String {
+        format!("{}:m:rebuild", self.board_prefix(board))
     }
     /// The generation a rebuild replaced, until it is deleted.
     pub fn retired_scores(&self, board: &BoardId) -> String {
@@ -72,6 +92,12 @@ impl KeyLayout {
     /// The lock that lets one reconciler (or rebuild) work at a time.
     pub fn reconciler_lock(&self) -> String {
         format!("{}:reconciler:lock", self.namespace)
+    }
+
+    /// Boards whose projection a reader or a projector found unsealed; the reconciler
+    /// rebuilds them one at a time. Not board-tagged: it is one key for all boards.
+    pub fn rebuild_requests(&self) -> String {
+        format!("{}:rebuild:requests", self.namespace)
     }
 
     /// A pattern matching every key of this namespace (for tests and operators' tools).
@@ -148,5 +174,7 @@ mod tests {
         assert_eq!(slot, cluster_slot(&keys.event_marker(&board, &event)));
         assert_eq!(slot, cluster_slot(&keys.rebuild_scores(&board)));
         assert_eq!(slot, cluster_slot(&keys.retired_versions(&board)));
+        assert_eq!(slot, cluster_slot(&keys.meta(&board)));
+        assert_eq!(slot, cluster_slot(&keys.rebuild_meta(&board)));
     }
 }

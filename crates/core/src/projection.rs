@@ -13,6 +13,7 @@ use redis::{ErrorKind, RedisError, RedisResult};
 
 use crate::cache::{Cache, CacheError};
 use crate::domain::ProjectionEntry;
+use crate::keys::KeyLayout;
 use crate::scripts::{PROJECT, evalsha, send_pipeline};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +41,9 @@ impl From<CacheError> for Outage {
 /// Applies `entries` in one pipeline and returns one outcome per entry, in order.
 ///
 /// The script is called by EVALSHA; after NOSCRIPT it is loaded and the batch sent once more
-/// (see [`send_pipeline`]), harmless because every call is idempotent.
+/// (see [`send_pipeline`]), harmless because every call is idempotent. A row applied to a board
+/// without a seal (a new board, or one whose projection was lost) adds the board to the
+/// rebuild requests, so the reconciler rebuilds and seals it even if nobody reads it.
 pub async fn apply_batch(
     cache: &Cache,
     entries: &[ProjectionEntry],
@@ -55,12 +58,18 @@ pub async fn apply_batch(
     pipe.ignore_errors();
     let keys = cache.keys();
     for e in entries {
-        let (marker, scores, versions) = (
-            keys.event_marker(&e.board, &e.event_id),
-            keys.scores(&e.board),
-            keys.versions(&e.board),
-        );
-        evalsha(&mut pipe, &PROJECT, &[&marker, &scores, &versions])
+        let b = &e.board;
+        let row_keys = [
+            keys.event_marker(b, &e.event_id),
+            keys.scores(b),
+            keys.versions(b),
+            keys.meta(b),
+            keys.rebuild_scores(b),
+            keys.rebuild_versions(b),
+            keys.rebuild_meta(b),
+        ];
+        let row_keys: Vec<&str> = row_keys.iter().map(String::as_str).collect();
+        evalsha(&mut pipe, &PROJECT, &row_keys)
             .arg(e.user_id.as_str())
             .arg(e.score)
             .arg(e.version)
@@ -70,12 +79,44 @@ pub async fn apply_batch(
     let replies = send_pipeline(&mut conn, &PROJECT, &pipe)
         .await
         .map_err(|e| Outage(e.to_string()))?;
+    let mut unsealed: Vec<&str> = entries
+        .iter()
+        .zip(&replies)
+        .filter(|(_, r)| matches!(r, Ok(s) if s == UNSEALED))
+        .map(|(e, _)| e.board.as_str())
+        .collect();
+    if !unsealed.is_empty() {
+        unsealed.sort_unstable();
+        unsealed.dedup();
+        // The rows are applied already; a lost request only delays the seal to the next batch
+        // or read that asks again, so a failure here is logged, not charged to the rows.
+        if let Err(e) = request_rebuilds(&mut conn, keys, &unsealed).await {
+            tracing::warn!(error = %e, boards = ?unsealed, "could not request the rebuild of unsealed boards");
+        }
+    }
     replies.into_iter().map(outcome).collect()
 }
 
+/// Adds `boards` to the rebuild requests (`keys.rs`) that the reconciler works through.
+pub async fn request_rebuilds<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    keys: &KeyLayout,
+    boards: &[&str],
+) -> RedisResult<()> {
+    redis::cmd("SADD")
+        .arg(keys.rebuild_requests())
+        .arg(boards)
+        .query_async::<i64>(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The script's answer for a row applied to a board without a seal.
+const UNSEALED: &str = "applied_unsealed";
+
 fn outcome(reply: RedisResult<String>) -> Result<RowOutcome, Outage> {
     match reply {
-        Ok(s) if s == "applied" => Ok(RowOutcome::Applied),
+        Ok(s) if s == "applied" || s == UNSEALED => Ok(RowOutcome::Applied),
         Ok(s) if s == "duplicate" => Ok(RowOutcome::Duplicate),
         Ok(s) if s == "stale" => Ok(RowOutcome::Stale),
         Ok(other) => Ok(RowOutcome::Failed(format!(

@@ -24,6 +24,10 @@ pub static LOCK_RELEASE: LazyLock<Script> =
 pub static SWITCH_GENERATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../../lua/switch_generation.lua")));
 
+/// `lua/rebuild_chunk.lua`: writes a chunk of source rows into a board's rebuilt generation.
+pub static REBUILD_CHUNK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../../lua/rebuild_chunk.lua")));
+
 /// Adds one EVALSHA call of `script` to `pipe`; chain `.arg(..)` for its arguments.
 pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'a mut Pipeline {
     let cmd = pipe.cmd("EVALSHA").arg(script.get_hash()).arg(keys.len());

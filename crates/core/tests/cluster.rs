@@ -67,6 +67,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     let before = projection_read::member(&cache, &board, &user)
         .await
         .expect("member read")
+        .value
         .expect("the member");
     cluster
         .migrate_slot(cluster_slot(&cache.keys().scores(&board)))
@@ -74,6 +75,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     let after = projection_read::member(&cache, &board, &user)
         .await
         .expect("member read after the slot moved")
+        .value
         .expect("the member after the slot moved");
     assert_eq!((after.score, after.version), (before.score, before.version));
     assert_eq!((after.score, after.version, after.rank), (102, 1, 1));
@@ -101,7 +103,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
         let top = projection_read::top(&cache, &board, 0, 10)
             .await
             .expect("top");
-        let scores: Vec<(i64, u64)> = top.iter().map(|e| (e.score, e.rank)).collect();
+        let scores: Vec<(i64, u64)> = top.value.iter().map(|e| (e.score, e.rank)).collect();
         assert_eq!(scores, vec![(202, 1), (201, 2), (200, 3)], "board b{b}");
     }
 

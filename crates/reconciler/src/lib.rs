@@ -7,6 +7,7 @@ pub mod lock;
 pub mod pass;
 pub mod rebuild;
 pub mod report;
+pub mod requests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,30 +70,51 @@ impl Reconciler {
         Ok(report)
     }
 
-    /// A pass every `reconciler.interval_ms` while this replica can take the lock; a standby
-    /// otherwise. On shutdown a running pass gets the grace period, then is dropped (its lock
-    /// expires by itself).
+    /// A pass every `reconciler.interval_ms` while this replica can take the lock, a standby
+    /// otherwise; between passes, every [`requests::POLL`], the requested rebuilds
+    /// ([`requests`]). On shutdown a running pass or rebuild gets the grace period, then is
+    /// dropped (its lock expires by itself).
     pub async fn run(self, cancel: CancellationToken) {
         let options = PassOptions::from_settings(&self.settings.reconciler);
         let grace = self.settings.shutdown.grace();
+        let mut requests = requests::Requests::default();
+        let mut next_pass = tokio::time::Instant::now();
         loop {
-            let pass = self.run_once(&options);
-            tokio::pin!(pass);
-            let result = tokio::select! {
-                r = &mut pass => Some(r),
-                _ = cancel.cancelled() => tokio::time::timeout(grace, &mut pass).await.ok(),
-            };
-            match result {
-                Some(Ok(report)) => report.log(),
-                Some(Err(ReconcilerError::Busy)) => {
-                    tracing::debug!("another reconciler holds the lock; standing by");
+            if tokio::time::Instant::now() >= next_pass {
+                let pass = self.run_once(&options);
+                tokio::pin!(pass);
+                let result = tokio::select! {
+                    r = &mut pass => Some(r),
+                    _ = cancel.cancelled() => tokio::time::timeout(grace, &mut pass).await.ok(),
+                };
+                match result {
+                    Some(Ok(report)) => report.log(),
+                    Some(Err(ReconcilerError::Busy)) => {
+                        tracing::debug!("another reconciler holds the lock; standing by");
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "reconciliation pass could not start");
+                    }
+                    None => tracing::warn!("reconciliation pass abandoned at shutdown"),
                 }
-                Some(Err(e)) => tracing::warn!(error = %e, "reconciliation pass could not start"),
-                None => tracing::warn!("reconciliation pass abandoned at shutdown"),
+                next_pass = tokio::time::Instant::now() + self.settings.reconciler.interval();
             }
+            if cancel.is_cancelled() {
+                return;
+            }
+            let served = requests.serve(&self.db, &self.cache, &self.settings);
+            tokio::pin!(served);
+            let result = tokio::select! {
+                r = &mut served => Some(r),
+                _ = cancel.cancelled() => tokio::time::timeout(grace, &mut served).await.ok(),
+            };
+            if let Some(Err(e)) = result {
+                tracing::debug!(error = %e, "could not read the rebuild requests");
+            }
+            let wake = next_pass.min(tokio::time::Instant::now() + requests::POLL);
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(self.settings.reconciler.interval()) => {}
+                _ = tokio::time::sleep_until(wake) => {}
             }
         }
     }

@@ -12,6 +12,8 @@ use ledgerboard_core::config::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::{BoardId, Classification};
+use ledgerboard_core::projection::request_rebuilds;
+use ledgerboard_core::projection_read::{self, Seal};
 use ledgerboard_core::scripts::{REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
 
 use crate::classify::{Observed, classify};
@@ -166,7 +168,12 @@ async fn check_and_report(
     let started = Instant::now();
     let mut counts = Counts::default();
     let (error, aborted) = match check_board(ctx, board, &mut counts).await {
-        Ok(()) => (None, None),
+        Ok(()) => {
+            if !ctx.options.dry_run {
+                request_if_unsealed(ctx.cache, board).await;
+            }
+            (None, None)
+        }
         Err(PassError::WrongType(e)) => {
             tracing::warn!(board = %board, error = %e, "board skipped: a key has the wrong type");
             (Some(e), None)
@@ -182,6 +189,27 @@ async fn check_and_report(
     match aborted {
         Some(reason) => Err(reason),
         None => Ok(()),
+    }
+}
+
+/// A board the walk finds without a whole seal (lost while nobody read or wrote it, or never
+/// built) is asked to be rebuilt, like a reader would ask (`requests.rs` serves it after the
+/// pass). Repairs do not seal a board: only a rebuild proves it holds every member.
+async fn request_if_unsealed(cache: &Cache, board: &BoardId) {
+    let outcome = match projection_read::board_seal(cache, board).await {
+        Ok(Seal::Whole) => return,
+        Ok(seal) => match cache.connection().await {
+            Ok(mut conn) => request_rebuilds(&mut conn, cache.keys(), &[board.as_str()])
+                .await
+                .map(|()| seal)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    match outcome {
+        Ok(seal) => tracing::info!(board = %board, ?seal, "board not sealed: rebuild requested"),
+        Err(e) => tracing::warn!(board = %board, error = %e, "could not check the board's seal"),
     }
 }
 

@@ -1,8 +1,14 @@
 //! Online rebuild of one board: build a new generation of its keys from PostgreSQL while
-//! readers keep reading the live one, switch the two atomically, delete the old one, then run
-//! a catch-up pass over the board. The projector keeps writing to the live keys during the
-//! build; whatever it wrote there after the build read a row is lost by the switch and put
-//! back by the catch-up pass (classified stale or missing, repaired).
+//! readers keep reading the live one (or PostgreSQL, when the live one is not whole), switch
+//! the two atomically and seal the new one, delete the old one, then run a catch-up pass over
+//! the board.
+//!
+//! The build's seal (`:m:rebuild`) is written before the first row is read from PostgreSQL.
+//! From then on the projector writes every row to both generations (`lua/project.lua`), and the
+//! build writes each source row only where the new generation holds no newer version
+//! (`lua/rebuild_chunk.lua`). So every version the live generation shows at the switch is in
+//! the new one too: a row projected before the build started was committed before PostgreSQL
+//! was read, and one projected after it reached both. A reader never sees a score go back.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +17,7 @@ use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::source;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::scripts::SWITCH_GENERATION;
+use ledgerboard_core::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
 use serde::Serialize;
 
 use crate::lock::{self, HeldLock};
@@ -21,7 +27,8 @@ use crate::report::PassReport;
 #[derive(Debug, Serialize)]
 pub struct RebuildReport {
     pub board: String,
-    /// Rows written to the new generation.
+    /// Source rows read from PostgreSQL into the new generation (a row the projector had
+    /// already written in a newer version is read, not written).
     pub rows: u64,
     pub build_seconds: f64,
     pub rows_per_s: f64,
@@ -80,19 +87,46 @@ async fn build_and_switch(
     held: &HeldLock,
 ) -> Result<RebuildReport, RebuildError> {
     let keys = cache.keys();
-    let (new_scores, new_versions) = (keys.rebuild_scores(board), keys.rebuild_versions(board));
+    let (new_scores, new_versions, new_meta) = (
+        keys.rebuild_scores(board),
+        keys.rebuild_versions(board),
+        keys.rebuild_meta(board),
+    );
     let mut conn = cache.connection().await.map_err(PassError::from)?;
-    // Leftovers of a rebuild that died half-way.
-    let _: i64 = redis::cmd("UNLINK")
+    // The build's seal lives while chunks keep coming; if this process dies, it expires and
+    // the projector stops writing the abandoned generation.
+    let build_ttl_ms = settings.reconciler.lock_ttl_ms.max(1_000);
+    let generation = uuid::Uuid::new_v4().simple().to_string();
+    let built_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    // Leftovers of a rebuild that died half-way go first; then the seal that makes the
+    // projector write the new generation too, before anything is read from PostgreSQL.
+    redis::pipe()
+        .atomic()
+        .cmd("UNLINK")
         .arg(&new_scores)
         .arg(&new_versions)
-        .query_async(&mut conn)
+        .arg(&new_meta)
+        .ignore()
+        .cmd("HSET")
+        .arg(&new_meta)
+        .arg("gen")
+        .arg(&generation)
+        .arg("built_at")
+        .arg(built_at)
+        .ignore()
+        .cmd("PEXPIRE")
+        .arg(&new_meta)
+        .arg(build_ttl_ms)
+        .ignore()
+        .query_async::<()>(&mut conn)
         .await
         .map_err(PassError::from)?;
 
     let started = Instant::now();
     let chunk_size = settings.reconciler.chunk_size;
-    let mut rows_written = 0_u64;
+    let mut rows_read = 0_u64;
     // Each chunk's Redis write overlaps the read of the next chunk from PostgreSQL: the
     // build takes about the longer of the two, not their sum.
     let mut rows = source::chunk(db, board, "", chunk_size)
@@ -102,17 +136,15 @@ async fn build_and_switch(
         if !held.confirm().await {
             return Err(PassError::LockLost.into());
         }
-        let mut zadd = redis::cmd("ZADD");
-        zadd.arg(&new_scores);
-        let mut hset = redis::cmd("HSET");
-        hset.arg(&new_versions);
+        let mut call = REBUILD_CHUNK.prepare_invoke();
+        call.key(&new_scores)
+            .key(&new_versions)
+            .key(&new_meta)
+            .arg(build_ttl_ms);
         for row in &rows {
-            zadd.arg(row.score).arg(&row.user_id);
-            hset.arg(&row.user_id).arg(row.version);
+            call.arg(&row.user_id).arg(row.score).arg(row.version);
         }
-        let mut pipe = redis::pipe();
-        pipe.add_command(zadd).add_command(hset);
-        let write = pipe.query_async::<()>(&mut conn);
+        let write = call.invoke_async::<i64>(&mut conn);
         let next = async {
             match rows.last() {
                 Some(last) if rows.len() == chunk_size => {
@@ -123,7 +155,7 @@ async fn build_and_switch(
         };
         let (written, next) = tokio::join!(write, next);
         written.map_err(PassError::from)?;
-        rows_written += rows.len() as u64;
+        rows_read += rows.len() as u64;
         rows = next.map_err(PassError::from)?;
     }
     let build_seconds = started.elapsed().as_secs_f64();
@@ -134,6 +166,9 @@ async fn build_and_switch(
     let (retired_scores, retired_versions) =
         (keys.retired_scores(board), keys.retired_versions(board));
     let (live_scores, live_versions) = (keys.scores(board), keys.versions(board));
+    // A board with no source rows is switched but not sealed: reads of a board that does not
+    // exist must leave nothing behind in Redis.
+    let seal = if rows_read > 0 { "seal" } else { "unseal" };
     let _: String = SWITCH_GENERATION
         .key(&live_scores)
         .key(&live_versions)
@@ -141,6 +176,9 @@ async fn build_and_switch(
         .key(&new_versions)
         .key(&retired_scores)
         .key(&retired_versions)
+        .key(keys.meta(board))
+        .key(&new_meta)
+        .arg(seal)
         .invoke_async(&mut conn)
         .await
         .map_err(PassError::from)?;
@@ -154,7 +192,8 @@ async fn build_and_switch(
     if let Err(e) = unlinked {
         tracing::warn!(error = %e, key = retired_scores, "could not delete the retired generation; the next rebuild of this board replaces it");
     }
-    tracing::info!(board = %board, rows = rows_written, build_seconds, "rebuilt generation is live; catching up");
+    tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = rows_read > 0, "rebuilt generation is live; catching up");
+    let rows_written = rows_read;
 
     let options = PassOptions {
         dry_run: false,

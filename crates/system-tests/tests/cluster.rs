@@ -55,7 +55,17 @@ impl Stack {
     }
 
     fn daemon(&self, name: &str) -> Process {
-        let mut process = self.start(name, &[]);
+        self.daemon_with(name, &[])
+    }
+
+    fn daemon_with(&self, name: &str, extra: &[(&str, &str)]) -> Process {
+        let mut env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        env.extend_from_slice(extra);
+        let mut process = Process::start(&workspace_binary(name).to_string_lossy(), &[], &env);
         assert!(
             process.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),
             "{name} did not start: {}",
@@ -194,6 +204,17 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         stack.daemon("ledgerboard-projector"),
         stack.daemon("ledgerboard-projector"),
     ];
+    // The reconciler daemon only for the rebuild requests: each new board is sealed by its
+    // first rebuild before bounded reads trust its projection. Its passes are an hour apart,
+    // so the comparison below still comes before any reconciliation pass.
+    let reconciler_admin = format!("127.0.0.1:{}", free_port());
+    let reconciler = stack.daemon_with(
+        "ledgerboard-reconciler",
+        &[
+            ("LEDGERBOARD__RECONCILER__INTERVAL_MS", "3600000"),
+            ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", &reconciler_admin),
+        ],
+    );
 
     // Load: commands on every board (board 0 hot), each followed by a bounded read of its
     // board's top, from 4 threads until told to stop.
@@ -326,7 +347,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         from_projection.load(Ordering::Relaxed)
     );
 
-    for mut p in projectors.into_iter().chain([api]) {
+    for mut p in projectors.into_iter().chain([api, reconciler]) {
         let status = p.terminate(Duration::from_secs(15));
         assert!(status.is_some_and(|s| s.success()), "{}", p.stderr());
     }

@@ -1,9 +1,11 @@
 //! Leaderboard reads. Every answer says where it came from and how far behind the projection
 //! is; the `consistency` parameter chooses the source:
 //!
-//! - `eventual`: the projection, always (503 when Redis cannot answer);
-//! - `bounded` (default): the projection while its lag is within `api.max_lag_ms`, else
-//!   PostgreSQL; the projection with the lag stated as unknown when PostgreSQL cannot say;
+//! - `eventual`: the projection, always (503 when Redis cannot answer), with `freshness`
+//!   saying whether the board's projection is whole;
+//! - `bounded` (default): the projection while the board's lag is within `api.max_lag_ms` and
+//!   its seal says the projection is whole, else PostgreSQL, with the reason in `freshness`
+//!   (an unknown lag counts as too large; 503 when PostgreSQL cannot answer);
 //! - `strong`: PostgreSQL only, for rewards and payouts (503 when it cannot answer; never the
 //!   projection).
 
@@ -16,14 +18,14 @@ use ledgerboard_core::cache::CacheError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
 use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
-use ledgerboard_core::projection_read;
+use ledgerboard_core::projection_read::{self, Seal, Sealed};
 use ledgerboard_core::telemetry::metrics::metrics;
 use opentelemetry::KeyValue;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
 use crate::error::{ApiError, ErrorBody};
-use crate::freshness::{Freshness, Source};
+use crate::freshness::{Freshness, ProjectionState, Reason, Source};
 use crate::state::AppState;
 
 pub const MAX_LIMIT: u64 = 1_000;
@@ -110,40 +112,80 @@ fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, A
 }
 
 /// Reads from the source `consistency` allows. `accept` may refuse a projection answer (too
-/// old for read-your-writes), which then comes from PostgreSQL.
+/// old for read-your-writes), which then comes from PostgreSQL. `has_members` says whether an
+/// answer shows the board has members: a board whose projection is not whole is only asked to
+/// be rebuilt then, so reads of boards that do not exist create nothing in Redis.
 async fn read<T>(
     state: &AppState,
+    board: &BoardId,
     consistency: Consistency,
-    from_projection: impl AsyncFnOnce() -> Result<T, CacheError>,
+    from_projection: impl AsyncFnOnce() -> Result<Sealed<T>, CacheError>,
     from_database: impl AsyncFnOnce() -> Result<T, StoreError>,
     accept: impl FnOnce(&T) -> bool,
+    has_members: impl Fn(&T) -> bool,
 ) -> Result<(T, Freshness), ApiError> {
-    let lag = state.freshness.get(&state.db).await;
-    let database = async |lag, reason: &'static str| {
+    let lag = state.freshness.get(&state.read_db, board).await;
+    let database = async |reason: Reason, projection: Option<ProjectionState>| {
         metrics()
             .read_fallbacks
-            .add(1, &[KeyValue::new("reason", reason)]);
+            .add(1, &[KeyValue::new("reason", reason.label())]);
         let value = from_database().await.map_err(ApiError::from)?;
-        Ok((value, Freshness::new(Source::Database, lag)))
+        Ok((
+            value,
+            Freshness::new(Source::Database, Some(reason), projection, lag),
+        ))
     };
     match consistency {
-        Consistency::Strong => return database(lag, "strong").await,
+        Consistency::Strong => return database(Reason::Strong, None).await,
         Consistency::Eventual => {}
-        Consistency::Bounded => {
-            if lag.is_some_and(|l| l.lag_ms > state.settings.max_lag_ms as i64) {
-                return database(lag, "lag").await;
+        // An unknown lag may be any lag: a bounded read never takes the projection on trust.
+        Consistency::Bounded => match lag {
+            None => return database(Reason::LagUnknown, None).await,
+            Some(l) if l.lag_ms > state.settings.max_lag_ms as i64 => {
+                return database(Reason::Lag, None).await;
             }
+            Some(_) => {}
+        },
+    }
+    let projected = match from_projection().await {
+        Ok(projected) => projected,
+        Err(e) if consistency == Consistency::Bounded => {
+            tracing::warn!(error = %e, "projection unreadable; answering from the database");
+            return database(Reason::RedisError, None).await;
+        }
+        Err(e) => return Err(ApiError::Unavailable(e.to_string())),
+    };
+    let projection = ProjectionState::from(projected.seal);
+    if projected.seal != Seal::Whole {
+        // A broken seal always means a board with keys; a missing one may be a board that
+        // does not exist, so only an answer with members asks for a rebuild.
+        let broken = projected.seal == Seal::Broken;
+        if consistency == Consistency::Bounded {
+            let reason = if broken {
+                Reason::ProjectionBroken
+            } else {
+                Reason::ProjectionMissing
+            };
+            let answer = database(reason, Some(projection)).await?;
+            if broken || has_members(&answer.0) {
+                state.rebuilds.request(&state.cache, board);
+            }
+            return Ok(answer);
+        }
+        if broken || has_members(&projected.value) {
+            state.rebuilds.request(&state.cache, board);
         }
     }
-    match from_projection().await {
-        Ok(value) if accept(&value) => Ok((value, Freshness::new(Source::Projection, lag))),
-        Ok(_) if consistency == Consistency::Eventual => Err(ApiError::Stale),
-        Ok(_) => database(lag, "min_version").await,
-        Err(e) if consistency == Consistency::Bounded && lag.is_some() => {
-            tracing::warn!(error = %e, "projection unreadable; answering from the database");
-            database(lag, "redis_error").await
-        }
-        Err(e) => Err(ApiError::Unavailable(e.to_string())),
+    let value = projected.value;
+    if accept(&value) {
+        Ok((
+            value,
+            Freshness::new(Source::Projection, None, Some(projection), lag),
+        ))
+    } else if consistency == Consistency::Eventual {
+        Err(ApiError::Stale)
+    } else {
+        database(Reason::MinVersion, Some(projection)).await
     }
 }
 
@@ -176,6 +218,7 @@ pub async fn top(
     let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
     let (entries, freshness) = read(
         &state,
+        &board,
         q.consistency,
         async || {
             state
@@ -184,11 +227,12 @@ pub async fn top(
                 .await
         },
         async || {
-            reads::top(&state.db, &board, offset, limit)
+            reads::top(&state.read_db, &board, offset, limit)
                 .await
                 .map(Arc::new)
         },
         |_| true,
+        |entries| !entries.is_empty(),
     )
     .await?;
     Ok(Json(Page { entries, freshness }))
@@ -230,10 +274,12 @@ pub async fn user(
     };
     let (standing, freshness) = read(
         &state,
+        &board,
         q.consistency,
         async || projection_read::member(&state.cache, &board, &user).await,
-        async || reads::member(&state.db, &board, &user).await,
+        async || reads::member(&state.read_db, &board, &user).await,
         accept,
+        Option::is_some,
     )
     .await?;
     let standing = standing.ok_or(ApiError::NotFound)?;
@@ -276,10 +322,12 @@ pub async fn around(
     let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
     let (entries, freshness) = read(
         &state,
+        &board,
         q.consistency,
         async || projection_read::around(&state.cache, &board, &user, radius).await,
-        async || reads::around(&state.db, &board, &user, radius).await,
+        async || reads::around(&state.read_db, &board, &user, radius).await,
         |_| true,
+        Option::is_some,
     )
     .await?;
     let entries = entries.ok_or(ApiError::NotFound)?;

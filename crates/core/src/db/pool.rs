@@ -88,12 +88,24 @@ impl Database {
         F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
     {
         let started = std::time::Instant::now();
+        // Dropping a query's future does not stop it on the server: without a cancel request
+        // an abandoned query (its caller timed out or went away) would keep running on a
+        // connection and hold its locks until statement_timeout. The guard sends one unless the
+        // call finished.
+        let guard = CancelOnDrop(Some(client.cancel_token()));
         let outcome = tokio::time::timeout(self.round_trip_timeout, call(&client)).await;
         crate::telemetry::metrics::metrics().db_call(op, started);
         match outcome {
-            Ok(Ok(value)) => Ok((client, value)),
-            Ok(Err(e)) => Err(e.into()),
+            Ok(Ok(value)) => {
+                guard.disarm();
+                Ok((client, value))
+            }
+            Ok(Err(e)) => {
+                guard.disarm();
+                Err(e.into())
+            }
             Err(_) => {
+                drop(guard);
                 drop(Object::take(client));
                 Err(StoreError::Unavailable(format!(
                     "no answer from the database within {:?}",
@@ -103,7 +115,6 @@ impl Database {
         }
     }
 
-    /// How statements are sent: prepared, or unnamed behind a transaction pooler.
     pub fn statements(&self) -> Statements {
         self.statements
     }
@@ -131,6 +142,36 @@ impl Database {
 /// Waits until PostgreSQL answers `SELECT 1`, retrying with capped backoff, for at most
 /// `deadline`. A daemon started before its database (a common order on Kubernetes) waits
 /// instead of crash-looping. Returns early with `Ok(false)` when `cancel` fires.
+/// Sends a cancel request for the query in flight when dropped before [`CancelOnDrop::disarm`]:
+/// when its caller gave up (a read's lag measurement timed out, the HTTP request was dropped)
+/// or the round-trip bound ran out.
+struct CancelOnDrop(Option<tokio_postgres::CancelToken>);
+
+/// How long a cancel request may take; it is a connection of its own to the server.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(token) = self.0.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(NoTls)).await {
+                Ok(Ok(())) => crate::telemetry::metrics::metrics().db_cancels.add(1, &[]),
+                Ok(Err(e)) => tracing::warn!(error = %e, "could not cancel an abandoned query"),
+                Err(_) => tracing::warn!("cancelling an abandoned query timed out"),
+            }
+        });
+    }
+}
+
 pub async fn wait_until_reachable(
     db: &Database,
     deadline: Duration,

@@ -128,24 +128,46 @@ pub async fn around(
     Ok(Some(entries))
 }
 
-/// How far behind the projection is (see `freshness.sql`).
+/// Counts in [`Lag`] stop here: counting further would make stating freshness cost as much as
+/// the backlog is large. A capped count says "at least this many".
+pub const LAG_COUNT_CAP: i64 = 10_000;
+
+/// How far behind one board's projection is (see `freshness.sql`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Lag {
-    /// Outbox rows committed and not yet projected.
+    /// The board's outbox rows committed and not yet projected, rows waiting for a retry
+    /// included; at most [`LAG_COUNT_CAP`].
     pub pending: i64,
-    /// Every committed outbox row with an id up to this one is projected (parked rows count as
-    /// not projected). A command still in flight may hold a lower id: it is not committed, so
-    /// no reader can have seen it, but the value can then move back when it commits.
+    /// The board's parked rows (the projector gave up on them: those members may be stale
+    /// until the reconciler repairs them or an operator requeues the rows); at most the cap.
+    pub parked: i64,
+    /// Every committed outbox row (of any board) with an id up to this one is projected
+    /// (parked rows count as not projected). A command still in flight may hold a lower id: it
+    /// is not committed, so no reader can have seen it, but the value can then move back when
+    /// it commits.
     pub projected_through: i64,
-    /// Age of the oldest pending row; 0 when none.
+    /// Age of the board's oldest pending row; 0 when none.
     pub lag_ms: i64,
 }
 
-pub async fn lag(db: &Database) -> Result<Lag, StoreError> {
+impl Lag {
+    /// Whether `pending` or `parked` reached the cap (then they are lower bounds).
+    pub fn capped(&self) -> bool {
+        self.pending >= LAG_COUNT_CAP || self.parked >= LAG_COUNT_CAP
+    }
+}
+
+pub async fn lag(db: &Database, board: &BoardId) -> Result<Lag, StoreError> {
     let client = db.client().await?;
     let (_, row) = db
         .bounded("freshness", client, async |c| {
-            db.statements().query_one(c, sql::FRESHNESS, &[]).await
+            db.statements()
+                .query_one(
+                    c,
+                    sql::FRESHNESS,
+                    &[(&board.as_str(), Type::TEXT), (&LAG_COUNT_CAP, Type::INT8)],
+                )
+                .await
         })
         .await?;
     let pending: i64 = row.try_get("pending")?;
@@ -153,6 +175,7 @@ pub async fn lag(db: &Database) -> Result<Lag, StoreError> {
     let last_id: i64 = row.try_get("last_id")?;
     Ok(Lag {
         pending,
+        parked: row.try_get("parked")?,
         projected_through: lowest.map_or(last_id, |id| id - 1),
         lag_ms: row.try_get::<_, Option<i64>>("lag_ms")?.unwrap_or(0).max(0),
     })

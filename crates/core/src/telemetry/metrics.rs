@@ -39,6 +39,11 @@ pub struct Metrics {
     pub outbox_parked: Gauge<i64>,
     /// Samples that failed (the gauges then keep their last value).
     pub outbox_sample_errors: Counter<u64>,
+    /// Cancel requests sent for queries whose caller gave up (`Database::bounded`).
+    pub db_cancels: Counter<u64>,
+    /// Requested rebuilds of boards whose projection was not whole, by `outcome` (done,
+    /// failed).
+    pub reconciler_rebuilds: Counter<u64>,
 
     // Projector.
     /// Projected rows by `result`: applied, duplicate, stale (published), or failed (charged
@@ -77,7 +82,8 @@ pub struct Metrics {
     pub http_request_duration: Histogram<f64>,
     /// Score commands by `outcome` (created, duplicate, refused, failed).
     pub commands: Counter<u64>,
-    /// Reads answered from PostgreSQL, by `reason` (strong, lag, min_version, redis_error).
+    /// Reads answered from PostgreSQL, by `reason` (strong, lag, lag_unknown, min_version,
+    /// redis_error, projection_missing, projection_broken).
     pub read_fallbacks: Counter<u64>,
 }
 
@@ -144,6 +150,14 @@ impl Metrics {
             outbox_sample_errors: counter(
                 "ledgerboard.outbox.sample.errors",
                 "Outbox samples that failed",
+            ),
+            db_cancels: counter(
+                "ledgerboard.db.cancels",
+                "Queries cancelled on the server because their caller gave up",
+            ),
+            reconciler_rebuilds: counter(
+                "ledgerboard.reconciler.rebuilds",
+                "Requested rebuilds of boards whose projection was not whole, by outcome",
             ),
             projections: counter("ledgerboard.projections", "Projected outbox rows by result"),
             projection_parked: counter(
@@ -254,6 +268,10 @@ impl Metrics {
                 .add(0, &[KeyValue::new("outcome", outcome)]);
         }
         self.reconciler_lock_held.record(0, &[]);
+        for outcome in ["done", "failed"] {
+            self.reconciler_rebuilds
+                .add(0, &[KeyValue::new("outcome", outcome)]);
+        }
     }
 
     /// As [`Self::init_projector_series`], for the api.
@@ -261,7 +279,15 @@ impl Metrics {
         for outcome in ["created", "duplicate", "refused", "failed"] {
             self.commands.add(0, &[KeyValue::new("outcome", outcome)]);
         }
-        for reason in ["strong", "lag", "min_version", "redis_error"] {
+        for reason in [
+            "strong",
+            "lag",
+            "lag_unknown",
+            "min_version",
+            "redis_error",
+            "projection_missing",
+            "projection_broken",
+        ] {
             self.read_fallbacks
                 .add(0, &[KeyValue::new("reason", reason)]);
         }

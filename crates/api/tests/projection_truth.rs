@@ -1,0 +1,552 @@
+//! The projection never lies: reads checked the moment something breaks, before any
+//! reconciliation pass runs. A board whose keys vanish, an empty Redis, a hand-added member, an
+//! unknown lag, one board's large backlog, and rebuilds under constant writes.
+
+mod common;
+
+use common::{app_with, get, seal};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::http::StatusCode;
+use ledgerboard_core::cache::Cache;
+use ledgerboard_core::db::{Database, apply_score_command};
+use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_projector::Projector;
+use ledgerboard_reconciler::Reconciler;
+use ledgerboard_testkit::{RedisServer, TestEnv};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// `users` members with distinct scores in PostgreSQL, then the real rebuild (which seals).
+async fn sealed_board(env: &TestEnv, board: &str, users: i64) {
+    env.db
+        .client()
+        .await
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT $1, 'u' || lpad(g::text, 6, '0'), g * 3, 1 FROM generate_series(1, $2::bigint) g",
+            &[&board, &users],
+        )
+        .await
+        .expect("seed");
+    seal(env, board).await;
+}
+
+/// The top `limit` of `board` straight from PostgreSQL, as (user, score).
+async fn source_top(env: &TestEnv, board: &str, limit: i64) -> Vec<(String, i64)> {
+    env.db
+        .client()
+        .await
+        .query(
+            "SELECT user_id, score FROM user_scores WHERE board_id = $1
+             ORDER BY score DESC, user_id DESC LIMIT $2",
+            &[&board, &limit],
+        )
+        .await
+        .expect("source")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+fn entries(page: &Value) -> Vec<(String, i64)> {
+    page["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {page}"))
+        .iter()
+        .map(|e| {
+            (
+                e["user_id"].as_str().expect("user").to_owned(),
+                e["score"].as_i64().expect("score"),
+            )
+        })
+        .collect()
+}
+
+fn freshness(page: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
+    let f = &page["freshness"];
+    (
+        f["source"].as_str(),
+        f["reason"].as_str(),
+        f["projection"].as_str(),
+    )
+}
+
+async fn redis_del(cache: &Cache, keys: &[String]) {
+    let mut conn = cache.connection().await.expect("redis");
+    let _: i64 = redis::cmd("DEL")
+        .arg(keys)
+        .query_async(&mut conn)
+        .await
+        .expect("del");
+}
+
+/// Deletes every key of the board's projection, seal included.
+async fn lose_board(cache: &Cache, board: &BoardId) {
+    let keys = cache.keys();
+    redis_del(
+        cache,
+        &[keys.scores(board), keys.versions(board), keys.meta(board)],
+    )
+    .await;
+}
+
+async fn requested(cache: &Cache, board: &str) -> bool {
+    let mut conn = cache.connection().await.expect("redis");
+    redis::cmd("SISMEMBER")
+        .arg(cache.keys().rebuild_requests())
+        .arg(board)
+        .query_async(&mut conn)
+        .await
+        .expect("sismember")
+}
+
+/// Reads `top` until it comes from a whole projection, checking that every answer meanwhile is
+/// PostgreSQL's and never an empty or partial board. Returns how long it took.
+async fn until_rebuilt(app: &Router, env: &TestEnv, board: &str) -> Duration {
+    let started = Instant::now();
+    let want = source_top(env, board, 10).await;
+    loop {
+        let (status, page) = get(app, &format!("/v1/boards/{board}/top?limit=10")).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(entries(&page), want, "an answer while rebuilding: {page}");
+        if freshness(&page) == (Some("projection"), None, Some("whole")) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never rebuilt: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The reconciler daemon's loop (passes far apart: only the rebuild requests matter here).
+fn reconciler(env: &TestEnv) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let mut settings = env.settings.clone();
+    settings.reconciler.interval_ms = 3_600_000;
+    let cancel = CancellationToken::new();
+    let r = Reconciler::new(settings, env.database(), env.cache());
+    (cancel.clone(), tokio::spawn(r.run(cancel)))
+}
+
+#[tokio::test]
+async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    sealed_board(&env, "lost", 2_000).await;
+    let app = app_with(&env.settings);
+    let cache = env.cache();
+    let board = BoardId::parse("lost").expect("board");
+    let (_, page) = get(&app, "/v1/boards/lost/top?limit=10").await;
+    assert_eq!(
+        freshness(&page),
+        (Some("projection"), None, Some("whole")),
+        "{page}"
+    );
+
+    // Every key of the board deleted (an eviction, a FLUSHDB, an operator's mistake), and no
+    // reconciler running: the very next read sees it.
+    lose_board(&cache, &board).await;
+    let lost_at = Instant::now();
+    let (status, page) = get(&app, "/v1/boards/lost/top?limit=10").await;
+    let first_honest = lost_at.elapsed();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        freshness(&page),
+        (
+            Some("database"),
+            Some("projection_missing"),
+            Some("missing")
+        ),
+        "{page}"
+    );
+    assert_eq!(entries(&page), source_top(&env, "lost", 10).await);
+    let (status, member) = get(&app, "/v1/boards/lost/users/u000007").await;
+    assert_eq!(
+        (status, member["score"].as_i64(), member["rank"].as_u64()),
+        (StatusCode::OK, Some(21), Some(1994)),
+        "a member who exists is found, not 404: {member}"
+    );
+    // The eventual read says what it found instead of passing an empty board off as fresh.
+    let (_, eventual) = get(&app, "/v1/boards/lost/top?consistency=eventual").await;
+    assert_eq!(
+        (freshness(&eventual), entries(&eventual).len()),
+        ((Some("projection"), None, Some("missing")), 0),
+        "{eventual}"
+    );
+    let wait = Instant::now();
+    while !requested(&cache, "lost").await {
+        assert!(wait.elapsed() < Duration::from_secs(5), "no rebuild asked");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let (stop, running) = reconciler(&env);
+    let rebuilt = until_rebuilt(&app, &env, "lost").await;
+    let total = lost_at.elapsed();
+    eprintln!(
+        "keys deleted: first honest read after {first_honest:?}, rebuilt projection after {total:?} ({rebuilt:?} after the reconciler started)"
+    );
+    // The request goes once the rebuild is done (after its catch-up pass, a little later than
+    // the switch readers saw).
+    let wait = Instant::now();
+    while requested(&cache, "lost").await {
+        assert!(wait.elapsed() < Duration::from_secs(5), "the request stays");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        env.projection("lost").await,
+        env.source("lost").await,
+        "the rebuilt board equals PostgreSQL"
+    );
+    stop.cancel();
+    running.await.expect("reconciler task");
+}
+
+#[tokio::test]
+async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    sealed_board(&env, "edit", 50).await;
+    let app = app_with(&env.settings);
+    let cache = env.cache();
+    let board = BoardId::parse("edit").expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    let _: i64 = redis::cmd("ZADD")
+        .arg(cache.keys().scores(&board))
+        .arg(1_000_000)
+        .arg("intruder")
+        .query_async(&mut conn)
+        .await
+        .expect("zadd");
+    let (_, page) = get(&app, "/v1/boards/edit/top?limit=3").await;
+    assert_eq!(
+        freshness(&page),
+        (Some("database"), Some("projection_broken"), Some("broken")),
+        "{page}"
+    );
+    assert_ne!(entries(&page)[0].0, "intruder");
+    seal(&env, "edit").await;
+    let (_, page) = get(&app, "/v1/boards/edit/top?limit=3").await;
+    assert_eq!(freshness(&page), (Some("projection"), None, Some("whole")));
+    assert_ne!(entries(&page)[0].0, "intruder");
+
+    // Half of the board's keys evicted: the versions hash alone.
+    redis_del(&cache, &[cache.keys().versions(&board)]).await;
+    let (_, member) = get(&app, "/v1/boards/edit/users/u000003").await;
+    assert_eq!(
+        (freshness(&member), member["version"].as_i64()),
+        (
+            (Some("database"), Some("projection_broken"), Some("broken")),
+            Some(1)
+        ),
+        "{member}"
+    );
+}
+
+#[tokio::test]
+async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
+    let mut server = RedisServer::start();
+    let env = TestEnv::with_redis_url(Some(server.url()), |s| {
+        s.api.freshness_cache_ms = 0;
+    })
+    .await;
+    sealed_board(&env, "r", 1_000).await;
+    let app = app_with(&env.settings);
+    let (_, page) = get(&app, "/v1/boards/r/top").await;
+    assert_eq!(freshness(&page).0, Some("projection"));
+
+    // No persistence: the restarted server is empty, and nothing in the outbox is pending.
+    server.crash();
+    server.restart();
+    let lost_at = Instant::now();
+    let mut first_honest = None;
+    let (stop, running) = reconciler(&env);
+    let want = source_top(&env, "r", 10).await;
+    loop {
+        let (status, page) = get(&app, "/v1/boards/r/top?limit=10").await;
+        // The first reads may meet the restart itself (connection refused): they fall back too.
+        if status == StatusCode::OK {
+            assert_eq!(entries(&page), want, "{page}");
+            let f = freshness(&page);
+            if f.0 == Some("database") && first_honest.is_none() {
+                first_honest = Some(lost_at.elapsed());
+            }
+            if f == (Some("projection"), None, Some("whole")) {
+                break;
+            }
+        }
+        assert!(lost_at.elapsed() < Duration::from_secs(20), "{page}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first_honest = first_honest.expect("a read came from PostgreSQL before the rebuild");
+    eprintln!(
+        "redis restarted empty: first honest read after {first_honest:?}, rebuilt projection after {:?}",
+        lost_at.elapsed()
+    );
+    assert!(first_honest < Duration::from_secs(1), "{first_honest:?}");
+    assert_eq!(env.projection("r").await, env.source("r").await);
+    stop.cancel();
+    running.await.expect("reconciler task");
+}
+
+#[tokio::test]
+async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_is_cancelled() {
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    sealed_board(&env, "b", 20).await;
+    let app = app_with(&env.settings);
+    // A session holds the outbox locked, as a long migration or a stuck vacuum might: the lag
+    // query waits, runs out of its 300 ms, and the lag is unknown.
+    let locker = env.db.client().await;
+    locker
+        .batch_execute("BEGIN; LOCK TABLE leaderboard_outbox IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("lock");
+    let (status, page) = get(&app, "/v1/boards/b/top?limit=3").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(
+        freshness(&page),
+        (Some("database"), Some("lag_unknown"), None),
+        "{page}"
+    );
+    assert!(page["freshness"]["lag_ms"].is_null(), "{page}");
+    assert_eq!(entries(&page), source_top(&env, "b", 3).await);
+    // The measurement's query was cancelled on the server, not left waiting on the lock.
+    let started = Instant::now();
+    loop {
+        let waiting: i64 = locker
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()
+                   AND backend_type = 'client backend'
+                   AND state = 'active' AND query LIKE '%leaderboard_outbox%'",
+                &[],
+            )
+            .await
+            .expect("activity")
+            .get(0);
+        if waiting == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{waiting} abandoned lag queries still run"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The eventual read still answers from the projection, with the lag stated as unknown.
+    let (_, eventual) = get(&app, "/v1/boards/b/top?limit=3&consistency=eventual").await;
+    assert_eq!(
+        (
+            freshness(&eventual),
+            eventual["freshness"]["lag_ms"].is_null()
+        ),
+        ((Some("projection"), None, Some("whole")), true),
+        "{eventual}"
+    );
+    locker.batch_execute("ROLLBACK").await.expect("unlock");
+}
+
+#[tokio::test]
+async fn one_boards_large_backlog_is_stated_and_leaves_other_boards_alone() {
+    let env = TestEnv::new(|s| {
+        s.api.freshness_cache_ms = 0;
+        s.api.max_lag_ms = 1_000;
+    })
+    .await;
+    sealed_board(&env, "quiet", 100).await;
+    // One million rows of "busy" committed while no projector runs, the oldest a minute old.
+    let client = env.db.client().await;
+    let seeded = Instant::now();
+    ledgerboard_testkit::seed_outbox(&client, "busy", 100_000, 1_000_000).await;
+    client
+        .batch_execute(
+            "UPDATE leaderboard_outbox SET created_at = now() - interval '60 seconds'
+             WHERE event_id = (SELECT event_id FROM leaderboard_outbox ORDER BY id LIMIT 1);
+             ANALYZE leaderboard_outbox",
+        )
+        .await
+        .expect("age");
+    eprintln!("seeded 1,000,000 pending rows in {:?}", seeded.elapsed());
+    let app = app_with(&env.settings);
+
+    let started = Instant::now();
+    let (status, busy) = get(&app, "/v1/boards/busy/top?limit=10").await;
+    let busy_read = started.elapsed();
+    assert_eq!(status, StatusCode::OK, "{busy}");
+    let f = &busy["freshness"];
+    assert_eq!(
+        (
+            f["source"].as_str(),
+            f["reason"].as_str(),
+            f["pending"].as_i64(),
+            f["capped"].as_bool()
+        ),
+        (Some("database"), Some("lag"), Some(10_000), Some(true)),
+        "{busy}"
+    );
+    assert!(f["lag_ms"].as_i64().is_some_and(|l| l >= 60_000), "{busy}");
+    assert_eq!(entries(&busy), source_top(&env, "busy", 10).await);
+
+    let started = Instant::now();
+    let (_, quiet) = get(&app, "/v1/boards/quiet/top?limit=10").await;
+    let quiet_read = started.elapsed();
+    assert_eq!(
+        (
+            freshness(&quiet),
+            quiet["freshness"]["pending"].as_i64(),
+            quiet["freshness"]["lag_ms"].as_i64()
+        ),
+        ((Some("projection"), None, Some("whole")), Some(0), Some(0)),
+        "another board's backlog is not this board's lag: {quiet}"
+    );
+
+    // The lag statement itself, as the server runs it: a bounded number of index entries.
+    let plan: Vec<String> = client
+        .query(
+            &format!(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) {}",
+                ledgerboard_core::db::sql::FRESHNESS
+            ),
+            &[&"busy", &ledgerboard_core::db::reads::LAG_COUNT_CAP],
+        )
+        .await
+        .expect("explain")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        !plan.contains("Seq Scan on leaderboard_outbox "),
+        "the lag must not scan the outbox:\n{plan}"
+    );
+    let execution = plan
+        .lines()
+        .find(|l| l.contains("Execution Time"))
+        .unwrap_or("?");
+    // A command on the busy board while the backlog waits.
+    let started = Instant::now();
+    command(&env.database(), "busy", "u000001", 1).await;
+    eprintln!(
+        "1,000,000 pending: busy read {busy_read:?}, quiet read {quiet_read:?}, lag statement {execution}, one command {:?}",
+        started.elapsed()
+    );
+}
+
+async fn command(db: &Database, board: &str, user: &str, delta: i64) -> i64 {
+    let cmd = ScoreCommand {
+        event_id: EventId::parse(&uuid::Uuid::new_v4().to_string()).expect("id"),
+        board: BoardId::parse(board).expect("board"),
+        user_id: UserId::parse(user).expect("user"),
+        delta: Delta::new(delta).expect("delta"),
+    };
+    apply_score_command(db, &cmd, None)
+        .await
+        .expect("command")
+        .version
+}
+
+#[tokio::test]
+async fn a_rebuild_under_constant_writes_never_shows_an_older_score() {
+    let env = TestEnv::new(|s| {
+        s.api.freshness_cache_ms = 0;
+        s.projector.poll_interval_ms = 10;
+        s.reconciler.chunk_size = 20;
+    })
+    .await;
+    // The hot members sort first, so the build reads them in its first chunk and then takes
+    // about 100 more chunks: their writes meanwhile are what a rebuild could lose.
+    let (users, hot) = (2_000_i64, 20_i64);
+    sealed_board(&env, "hot", users).await;
+    let app = app_with(&env.settings);
+    let cancel = CancellationToken::new();
+    let projector = tokio::spawn(
+        Projector::new(env.settings.clone(), env.database(), env.cache()).run(cancel.clone()),
+    );
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer = {
+        let (db, writing) = (env.database(), writing.clone());
+        tokio::spawn(async move {
+            let mut i = 0_i64;
+            while writing.load(Ordering::Relaxed) {
+                command(&db, "hot", &format!("u{:06}", 1 + i % hot), 1).await;
+                i += 1;
+            }
+            i
+        })
+    };
+    // Readers remember the newest version each member showed and must never see an older
+    // one, while the board is rebuilt again and again.
+    let reader = {
+        let (app, writing) = (app.clone(), writing.clone());
+        tokio::spawn(async move {
+            let mut seen: HashMap<String, i64> = HashMap::new();
+            let (mut reads, mut from_projection) = (0_u64, 0_u64);
+            let mut i = 0_i64;
+            while writing.load(Ordering::Relaxed) {
+                let user = format!("u{:06}", 1 + (i * 7) % hot);
+                i += 1;
+                let (status, m) = get(
+                    &app,
+                    &format!("/v1/boards/hot/users/{user}?consistency=eventual"),
+                )
+                .await;
+                assert_eq!(status, StatusCode::OK, "{m}");
+                let version = m["version"].as_i64().expect("version");
+                let before = seen.insert(user.clone(), version).unwrap_or(0);
+                assert!(
+                    version >= before,
+                    "{user} went back from version {before} to {version}: {m}"
+                );
+                reads += 1;
+                from_projection += u64::from(m["freshness"]["projection"] == "whole");
+            }
+            (reads, from_projection)
+        })
+    };
+    for _ in 0..6 {
+        seal(&env, "hot").await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    writing.store(false, Ordering::Relaxed);
+    let commands = writer.await.expect("writer");
+    let (reads, whole) = reader.await.expect("reader");
+    assert!(env.wait_drained(Duration::from_secs(20)).await);
+    cancel.cancel();
+    projector.await.expect("projector");
+    eprintln!(
+        "6 rebuilds under {commands} commands; {reads} reads ({whole} from a whole projection), none older"
+    );
+    assert!(
+        commands > 100 && reads > 100,
+        "{commands} commands, {reads} reads"
+    );
+    assert_eq!(env.projection("hot").await, env.source("hot").await);
+    let (_, page) = get(&app, "/v1/boards/hot/top").await;
+    assert_eq!(freshness(&page), (Some("projection"), None, Some("whole")));
+}
+
+#[tokio::test]
+async fn a_lost_board_nobody_reads_is_found_by_the_reconcilers_walk_and_rebuilt() {
+    let env = TestEnv::new(|_| {}).await;
+    sealed_board(&env, "idle", 300).await;
+    let cache = env.cache();
+    let board = BoardId::parse("idle").expect("board");
+    lose_board(&cache, &board).await;
+    // No read and no command: only the reconciler's pass can notice.
+    let (stop, running) = reconciler(&env);
+    let started = Instant::now();
+    while ledgerboard_core::projection_read::board_seal(&cache, &board)
+        .await
+        .expect("seal")
+        != ledgerboard_core::projection_read::Seal::Whole
+    {
+        assert!(started.elapsed() < Duration::from_secs(20), "never rebuilt");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(env.projection("idle").await, env.source("idle").await);
+    stop.cancel();
+    running.await.expect("reconciler task");
+}
