@@ -37,6 +37,23 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
+    /// The Redis server's run id (`INFO server`), or None when it cannot be read or in
+    /// cluster mode, where each call may reach another node.
+    async fn redis_run_id(&self) -> Option<String> {
+        if self.settings.redis.cluster {
+            return None;
+        }
+        let mut conn = self.cache.connection().await.ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .map(|id| id.trim().to_owned())
+    }
+
     pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
         Self {
             settings: Arc::new(settings),
@@ -79,7 +96,18 @@ impl Reconciler {
         let grace = self.settings.shutdown.grace();
         let mut requests = requests::Requests::default();
         let mut next_pass = tokio::time::Instant::now();
+        let mut server = None;
         loop {
+            // A Redis restarted or failed over is a new server (a new run id): it may hold an
+            // older copy of every board (a lagging replica), which no seal shows, so a pass
+            // runs now rather than at the next interval.
+            if let Some(id) = self.redis_run_id().await {
+                if server.as_ref().is_some_and(|known| known != &id) {
+                    tracing::warn!(run_id = %id, "Redis is a new server (restart or failover): reconciling now");
+                    next_pass = tokio::time::Instant::now();
+                }
+                server = Some(id);
+            }
             if tokio::time::Instant::now() >= next_pass {
                 let pass = self.run_once(&options);
                 tokio::pin!(pass);
