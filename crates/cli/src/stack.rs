@@ -13,6 +13,7 @@ use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
 use ledgerboard_core::db::{self, Database};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection_read::Seal;
 use ledgerboard_harness::{Daemon, binary_beside_current_exe, free_port};
 use tokio_postgres::NoTls;
 
@@ -214,23 +215,46 @@ impl Stack {
             .arg(keys.versions(board))
             .query_async(&mut conn)
             .await?;
-        let mut members = Members::new();
-        for (user, score) in scores {
-            let version = versions
-                .get(&user)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(i64::MIN);
-            let score = if score.fract() == 0.0 {
-                score as i64
-            } else {
-                i64::MIN
-            };
-            members.insert(user, (score, version));
-        }
-        for user in versions.keys() {
-            members.entry(user.clone()).or_insert((i64::MIN, i64::MIN));
-        }
-        Ok(members)
+        Ok(members(scores, versions))
+    }
+
+    /// The board's seal and its projection, read in one MULTI/EXEC so that no rebuild's
+    /// switch or projector write falls between them: the seal says whether these very keys
+    /// are whole. Same seal rule as the api's reads (`projection_read`): `card` of `:m` equal
+    /// to both ZCARD and HLEN.
+    pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
+        let keys = self.cache.keys();
+        let mut conn = self.cache.connection().await?;
+        let (card, zcard, hlen, scores, versions): (
+            Option<String>,
+            u64,
+            u64,
+            Vec<(String, f64)>,
+            BTreeMap<String, String>,
+        ) = redis::pipe()
+            .atomic()
+            .cmd("HGET")
+            .arg(keys.meta(board))
+            .arg("card")
+            .cmd("ZCARD")
+            .arg(keys.scores(board))
+            .cmd("HLEN")
+            .arg(keys.versions(board))
+            .cmd("ZRANGE")
+            .arg(keys.scores(board))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .cmd("HGETALL")
+            .arg(keys.versions(board))
+            .query_async(&mut conn)
+            .await?;
+        let seal = match card.map(|c| c.parse::<u64>()) {
+            None => Seal::Missing,
+            Some(Ok(card)) if card == zcard && card == hlen => Seal::Whole,
+            Some(_) => Seal::Broken,
+        };
+        Ok((seal, members(scores, versions)))
     }
 
     /// Drops the database and deletes the namespace's keys. Call it after stopping the
@@ -261,4 +285,26 @@ impl Stack {
             .with_context(|| format!("DROP DATABASE {}", self.db_name))?;
         deleted.with_context(|| format!("deleting the keys {pattern}"))
     }
+}
+
+/// Members from a ZRANGE … WITHSCORES and an HGETALL of the version hash; a member whose score
+/// or version is not an integer shows as `i64::MIN`, so that it never equals the source.
+fn members(scores: Vec<(String, f64)>, versions: BTreeMap<String, String>) -> Members {
+    let mut members = Members::new();
+    for (user, score) in scores {
+        let version = versions
+            .get(&user)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(i64::MIN);
+        let score = if score.fract() == 0.0 {
+            score as i64
+        } else {
+            i64::MIN
+        };
+        members.insert(user, (score, version));
+    }
+    for user in versions.keys() {
+        members.entry(user.clone()).or_insert((i64::MIN, i64::MIN));
+    }
+    members
 }
