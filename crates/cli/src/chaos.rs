@@ -1,14 +1,18 @@
 //! `lbctl chaos`: concurrent clients send thousands of commands through the api (with
 //! duplicates and conflicting reuses of event ids) while faults are injected: projectors
-//! killed and restarted, Redis flushed, crashed or restarted, the daemons' PostgreSQL sessions
-//! terminated, scores and versions corrupted and members deleted in Redis, the reconciler
-//! running on a short schedule. Then the faults stop, the projector drains, one reconcile pass
-//! runs, and the run checks the contract against what PostgreSQL and Redis hold.
+//! killed and restarted or all stopped for a backlog, Redis flushed, crashed or restarted (with
+//! and without its data), the daemons' PostgreSQL sessions terminated, scores and versions
+//! corrupted and members deleted in Redis. No reconciliation pass runs during the load (the
+//! reconciler daemon only serves rebuild requests). Then the faults stop, the projector drains,
+//! and every board is compared with PostgreSQL before any pass: a whole board must equal it,
+//! a board that is not whole must be read from PostgreSQL and then rebuilt equal. Only then one
+//! reconcile pass runs, which may repair no more than the corruptions injected, and the run
+//! checks the contract against what PostgreSQL and Redis hold.
 //!
 //! It runs on a database of its own and a redis-server of its own (on a free port), so it can
 //! flush and crash Redis without touching anyone's data.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection_read::Seal;
 use ledgerboard_harness::{Daemon, RedisServer, free_port};
 use uuid::Uuid;
 
@@ -27,6 +32,18 @@ const USERS: u64 = 200;
 const REQUEST_LIMIT: Duration = Duration::from_secs(5);
 /// How long a client keeps retrying a command whose outcome it does not know yet.
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+/// How long the projectors stay stopped in a backlog fault: over `api.max_lag_ms` (2 s by
+/// default), so that bounded reads must leave the projection for PostgreSQL.
+const BACKLOG_FOR: Duration = Duration::from_millis(2_500);
+/// The bound the brief of the seal sets: after Redis comes back empty, a bounded read answers
+/// from PostgreSQL within this time.
+const HONEST_READ_LIMIT: Duration = Duration::from_secs(1);
+/// How long a board that is not whole may take to be rebuilt: a failed rebuild is retried
+/// after 10 s (`requests.rs`), so this leaves room for one failure.
+const REBUILD_LIMIT: Duration = Duration::from_secs(30);
+/// The reconciler's interval during the run: longer than any run, so its only pass is the one
+/// at start-up, on the empty database, and it serves rebuild requests in between.
+const NO_PASS_INTERVAL_MS: &str = "604800000";
 const EVENTS: &str = include_str!("sql/events.sql");
 const TERMINATE_BACKENDS: &str = include_str!("sql/terminate_backends.sql");
 
@@ -36,6 +53,8 @@ pub struct Options {
     pub projectors: usize,
     pub seed: u64,
     pub out: PathBuf,
+    /// The fault kinds to inject (an empty list: every kind).
+    pub faults: Vec<Fault>,
 }
 
 /// A small deterministic generator (splitmix64). The seed repeats the clients' and the fault
@@ -87,23 +106,27 @@ struct Ledger {
     violations: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Fault {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Fault {
     KillProjector,
     FlushRedis,
     CrashRedis,
     RestartRedis,
+    RestartRedisEmpty,
+    Backlog,
     TerminateSessions,
     CorruptScore,
     CorruptVersion,
     DeleteMember,
 }
 
-const FAULTS: [Fault; 8] = [
+pub const FAULTS: [Fault; 10] = [
     Fault::KillProjector,
     Fault::FlushRedis,
     Fault::CrashRedis,
     Fault::RestartRedis,
+    Fault::RestartRedisEmpty,
+    Fault::Backlog,
     Fault::TerminateSessions,
     Fault::CorruptScore,
     Fault::CorruptVersion,
@@ -117,6 +140,10 @@ impl Fault {
             Fault::FlushRedis => "Redis FLUSHALL",
             Fault::CrashRedis => "Redis killed, restarted empty",
             Fault::RestartRedis => "Redis restarted (SHUTDOWN SAVE, data kept)",
+            Fault::RestartRedisEmpty => {
+                "Redis restarted without persistence, bounded reads timed until honest and rebuilt"
+            }
+            Fault::Backlog => "every projector stopped for 2.5 s under load, then restarted",
             Fault::TerminateSessions => {
                 "daemons' PostgreSQL sessions terminated (pg_terminate_backend)"
             }
@@ -128,6 +155,8 @@ impl Fault {
 }
 
 pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
+    // Printed first, so that a run that stops on an error before its report can be repeated.
+    eprintln!("lbctl chaos: seed {}", options.seed);
     let mut redis = RedisServer::start().context("starting a redis-server of the run's own")?;
     let reconciler_admin = format!("127.0.0.1:{}", free_port()?);
     let stack = Stack::create(
@@ -135,7 +164,9 @@ pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
         "lbchaos",
         &redis.url(),
         &[
-            ("LEDGERBOARD__RECONCILER__INTERVAL_MS", "1000"),
+            // No pass during the load: a pass would repair what the comparison before repair
+            // must see. The daemon still serves the rebuild requests between passes.
+            ("LEDGERBOARD__RECONCILER__INTERVAL_MS", NO_PASS_INTERVAL_MS),
             ("LEDGERBOARD__RECONCILER__LOCK_TTL_MS", "5000"),
             ("LEDGERBOARD__RECONCILER__LOCK_RENEW_MS", "1000"),
             ("LEDGERBOARD__REDIS__RESPONSE_TIMEOUT_MS", "500"),
@@ -173,6 +204,39 @@ struct Report {
     mismatches: usize,
 }
 
+/// What the faults and the probes around them found, beside the clients' ledger.
+#[derive(Default)]
+struct Probes {
+    /// Members whose score or version chaos overwrote in Redis: a whole board may differ from
+    /// PostgreSQL before the repair at these members only (the seal counts members, it cannot
+    /// see an edited value; the pass finds those).
+    corrupted: BTreeSet<(String, String)>,
+    /// Per restart without persistence: time to the first honest bounded read, and to the
+    /// first read that found the board's projection whole again.
+    restarts: Vec<(Duration, Option<Duration>)>,
+    /// Per backlog: rows pending when the projectors came back, the `lag_ms` a bounded read
+    /// stated then, and the time until fewer than 100 rows were pending.
+    backlogs: Vec<(i64, i64, Option<Duration>)>,
+    /// Answers or states that break the contract.
+    problems: Vec<String>,
+}
+
+/// The comparison of every board with PostgreSQL after the drain, before any pass.
+#[derive(Default)]
+struct BeforeRepair {
+    whole: usize,
+    not_whole: usize,
+    /// Boards not whole whose bounded read answered from PostgreSQL with its entries.
+    read_from_database: usize,
+    /// Boards not whole that the requested rebuild made whole and equal to PostgreSQL.
+    rebuilt_equal: usize,
+    /// The longest of those rebuilds, from the read that asked for it.
+    rebuilt_max: Option<Duration>,
+    /// Members of whole boards that differed, each at a member chaos corrupted.
+    corrupted_differences: usize,
+    problems: Vec<String>,
+}
+
 async fn chaos(
     stack: &Stack,
     redis: &mut RedisServer,
@@ -180,6 +244,12 @@ async fn chaos(
     options: &Options,
 ) -> anyhow::Result<Report> {
     let started = Instant::now();
+    let faults: Vec<Fault> = if options.faults.is_empty() {
+        FAULTS.to_vec()
+    } else {
+        let set: BTreeSet<Fault> = options.faults.iter().copied().collect();
+        set.into_iter().collect()
+    };
     let _api = stack.start(API, &[])?;
     let mut projectors = (0..options.projectors.max(1))
         .map(|_| stack.start(PROJECTOR, &[]))
@@ -188,6 +258,9 @@ async fn chaos(
         RECONCILER,
         &[("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", reconciler_admin)],
     )?;
+    // The daemon's first pass runs at start-up, on the empty database; wait for it, so that
+    // every pass counted from here on would be one during the load.
+    let passes_at_start = startup_pass(reconciler_admin).await?;
 
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let deadline = Instant::now() + options.duration;
@@ -204,20 +277,25 @@ async fn chaos(
         .collect();
 
     let mut rng = Rng(options.seed);
-    let mut injected: BTreeMap<Fault, u64> = FAULTS.iter().map(|f| (*f, 0)).collect();
+    let mut probes = Probes::default();
+    let mut injected: BTreeMap<Fault, u64> = faults.iter().map(|f| (*f, 0)).collect();
     // Every kind once per round, in a random order: a short run still tries them all.
     let mut round: Vec<Fault> = Vec::new();
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200 + rng.below(600))).await;
         if round.is_empty() {
-            round = FAULTS.to_vec();
+            round = faults.clone();
             for i in (1..round.len()).rev() {
                 round.swap(i, rng.below(i as u64 + 1) as usize);
             }
         }
         let Some(fault) = round.pop() else { continue };
-        if inject(fault, stack, redis, &mut projectors, &mut rng).await? {
+        if inject(fault, stack, redis, &mut projectors, &mut rng, &mut probes).await? {
             *injected.entry(fault).or_default() += 1;
+        } else {
+            // Nothing to act on yet (an empty board early in the run): try it again at the
+            // end of this round rather than skip the kind.
+            round.insert(0, fault);
         }
     }
     for c in clients {
@@ -225,9 +303,9 @@ async fn chaos(
     }
     let load_secs = options.duration.as_secs_f64();
 
-    // The faults have stopped: every process up, the outbox drained, then one pass.
+    // The faults have stopped: every process up, the outbox drained. No pass has run.
     if !redis.ping() {
-        redis.restart()?;
+        tokio::task::block_in_place(|| redis.restart())?;
     }
     for p in projectors.iter_mut() {
         if !p.is_running() {
@@ -235,7 +313,23 @@ async fn chaos(
         }
     }
     let drained = wait_drained(stack, Duration::from_secs(120)).await?;
-    let passes = reconciler_passes(reconciler_admin).await.unwrap_or(-1.0);
+    // A board lost after the last command: nothing writes to it again, so only a read can
+    // find it. This makes every run's comparison meet a board that is not whole.
+    let lost = BOARDS[rng.below(BOARDS.len() as u64) as usize];
+    {
+        let id = BoardId::parse(lost)?;
+        let keys = stack.cache.keys();
+        let mut conn = stack.cache.connection().await?;
+        let _: i64 = redis::cmd("UNLINK")
+            .arg(keys.scores(&id))
+            .arg(keys.versions(&id))
+            .arg(keys.meta(&id))
+            .query_async(&mut conn)
+            .await?;
+    }
+    let before = before_repair(stack, &probes.corrupted).await?;
+    let passes_before = reconciler_passes(reconciler_admin).await? - passes_at_start;
+    let rebuilds = reconciler_rebuilds(reconciler_admin).await.unwrap_or(-1.0);
     tokio::task::block_in_place(|| reconciler.terminate(Duration::from_secs(15)));
     let pass = stack.reconcile_once(&[]).await?;
     for p in projectors.iter_mut() {
@@ -244,6 +338,37 @@ async fn chaos(
 
     let ledger = std::mem::take(&mut *ledger.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
     let mut mismatches: Vec<String> = ledger.violations.clone();
+    mismatches.extend(probes.problems.iter().cloned());
+    mismatches.extend(before.problems.iter().cloned());
+    if passes_before != 0.0 {
+        mismatches.push(format!(
+            "{passes_before} reconciler pass(es) ran during the load or before the comparison"
+        ));
+    }
+    let corruptions: u64 = [
+        Fault::CorruptScore,
+        Fault::CorruptVersion,
+        Fault::DeleteMember,
+    ]
+    .iter()
+    .map(|f| injected.get(f).copied().unwrap_or(0))
+    .sum();
+    let totals = &pass["totals"];
+    let ahead = totals["ahead"].as_u64().unwrap_or(u64::MAX);
+    let repairs = totals["repaired"]
+        .as_u64()
+        .unwrap_or(u64::MAX)
+        .saturating_add(totals["removed"].as_u64().unwrap_or(u64::MAX));
+    if ahead != 0 {
+        mismatches.push(format!(
+            "the final pass found {ahead} row(s) ahead of PostgreSQL"
+        ));
+    }
+    if repairs > corruptions {
+        mismatches.push(format!(
+            "the final pass repaired {repairs} member(s), more than the {corruptions} corruption(s) injected"
+        ));
+    }
     mismatches.extend(check(stack, &ledger).await?);
     if drained.0 != 0 || drained.1 != 0 {
         mismatches.push(format!(
@@ -252,6 +377,8 @@ async fn chaos(
         ));
     }
 
+    let ms = |d: Duration| format!("{:.0}", d.as_secs_f64() * 1000.0);
+    let max_ms = |ds: Vec<Duration>| ds.into_iter().max().map_or_else(|| "–".to_owned(), ms);
     let mut md = String::from("# ledgerboard chaos run\n\n");
     md.push_str(&format!(
         "Seed {}, {} s of load and faults ({:.0} s with the drain and checks), {} clients, {} projectors.\n\n",
@@ -289,23 +416,81 @@ async fn chaos(
             ledger.unresolved.len().to_string(),
         ),
         (
-            "reconciler passes during the run (its /metrics)",
-            format!("{passes:.0}"),
+            "Redis restarted empty: first honest bounded read, ms (max)",
+            max_ms(probes.restarts.iter().map(|r| r.0).collect()),
         ),
         (
-            "final pass: rows checked",
-            pass["totals"]["checked"].to_string(),
+            "Redis restarted empty: projection whole again, ms (max)",
+            max_ms(probes.restarts.iter().filter_map(|r| r.1).collect()),
         ),
+        (
+            "backlog: rows pending when the projectors restarted (max)",
+            probes
+                .backlogs
+                .iter()
+                .map(|b| b.0)
+                .max()
+                .map_or_else(|| "–".to_owned(), |n| n.to_string()),
+        ),
+        (
+            "backlog: lag_ms a bounded read stated then (min)",
+            probes
+                .backlogs
+                .iter()
+                .map(|b| b.1)
+                .min()
+                .map_or_else(|| "–".to_owned(), |n| n.to_string()),
+        ),
+        (
+            "backlog: drained below 100 rows, ms (max)",
+            max_ms(probes.backlogs.iter().filter_map(|b| b.2).collect()),
+        ),
+        (
+            "reconciler passes during the load and before the comparison",
+            format!("{passes_before:.0}"),
+        ),
+        (
+            "reconciler rebuilds served (requested, outcome done)",
+            format!("{rebuilds:.0}"),
+        ),
+        (
+            "board deleted after the drain (so one is not whole)",
+            lost.to_owned(),
+        ),
+        (
+            "before repair: boards compared, whole / not whole",
+            format!(
+                "{}: {} / {}",
+                before.whole + before.not_whole,
+                before.whole,
+                before.not_whole
+            ),
+        ),
+        (
+            "before repair: whole boards' differing members, all at corrupted members",
+            before.corrupted_differences.to_string(),
+        ),
+        (
+            "before repair: not whole, read from PostgreSQL / rebuilt equal",
+            format!("{} / {}", before.read_from_database, before.rebuilt_equal),
+        ),
+        (
+            "before repair: slowest rebuild after the read, ms",
+            before.rebuilt_max.map_or_else(|| "–".to_owned(), ms),
+        ),
+        ("final pass: rows checked", totals["checked"].to_string()),
         (
             "final pass: drift found (missing+stale+ahead+corrupt+orphan)",
-            drift(&pass["totals"]).to_string(),
+            drift(totals).to_string(),
         ),
+        ("final pass: ahead", totals["ahead"].to_string()),
         (
             "final pass: repaired / removed",
-            format!(
-                "{} / {}",
-                pass["totals"]["repaired"], pass["totals"]["removed"]
-            ),
+            format!("{} / {}", totals["repaired"], totals["removed"]),
+        ),
+        (
+            "final pass: repairs / corruptions injected",
+            format!("{repairs} / {corruptions}"),
         ),
         (
             "outbox after the drain: pending / parked",
@@ -320,10 +505,16 @@ async fn chaos(
         md.push_str(&format!("| {} | {n} |\n", fault.describe()));
     }
     md.push_str(
-        "\nChecked after the drain and one reconcile pass: every accepted command has exactly one \
+        "\nBefore any reconciliation pass (none ran during the load), after the drain: every whole \
+         board equals `user_scores` except at members chaos corrupted; every board not whole is \
+         read through the api from PostgreSQL with PostgreSQL's entries, then rebuilt by the \
+         requested rebuild and equal. Then one pass: nothing ahead, no more repairs than \
+         corruptions injected. Checked after it: every accepted command has exactly one \
          event with its payload and no other event exists; every score is the sum of its accepted \
          deltas and every version their count; every board's sorted set and version hash equal \
-         `user_scores`; no outbox row is pending or parked.\n",
+         `user_scores`; no outbox row is pending or parked. The backlog fault is this run's \
+         scale; a backlog of 1,000,000 rows is tested in \
+         `crates/api/tests/projection_truth.rs`.\n",
     );
     if !mismatches.is_empty() {
         md.push_str("\n## Mismatches (first 50)\n\n");
@@ -351,6 +542,7 @@ async fn inject(
     redis: &mut RedisServer,
     projectors: &mut [Daemon],
     rng: &mut Rng,
+    probes: &mut Probes,
 ) -> anyhow::Result<bool> {
     match fault {
         Fault::KillProjector => {
@@ -369,6 +561,19 @@ async fn inject(
             redis.stop();
             redis.restart()
         })?,
+        Fault::RestartRedisEmpty => {
+            let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
+            // SHUTDOWN NOSAVE, then the dump of an earlier SAVE deleted: the server comes back
+            // as one without persistence does, empty. No pass runs, so only the seal, the
+            // reads and the requested rebuild stand between the loss and a wrong answer.
+            tokio::task::block_in_place(|| {
+                let _ = redis.command(&["SHUTDOWN", "NOSAVE"]);
+                redis.crash();
+                redis.restart()
+            })?;
+            honest_after_restart(stack, board, probes).await?;
+        }
+        Fault::Backlog => backlog(stack, projectors, rng, probes).await?,
         Fault::TerminateSessions => {
             let client = stack.db.client().await?;
             client
@@ -386,6 +591,11 @@ async fn inject(
             let Some(member) = member else {
                 return Ok(false);
             };
+            if fault != Fault::DeleteMember {
+                probes
+                    .corrupted
+                    .insert((board.as_str().to_owned(), member.clone()));
+            }
             let mut pipe = redis::pipe();
             match fault {
                 Fault::CorruptScore => {
@@ -419,6 +629,252 @@ async fn inject(
         }
     }
     Ok(true)
+}
+
+/// After Redis came back empty: bounded reads of `board` every 10 ms, each bounded to 1 s,
+/// until one finds the board's projection whole again (at most [`REBUILD_LIMIT`]). The first
+/// answer must come within [`HONEST_READ_LIMIT`], and every answer must come from PostgreSQL
+/// or from a whole projection (one a rebuild sealed after the restart: nothing else can seal
+/// an empty Redis).
+async fn honest_after_restart(
+    stack: &Stack,
+    board: &str,
+    probes: &mut Probes,
+) -> anyhow::Result<()> {
+    let restarted = Instant::now();
+    let mut honest = None;
+    let mut rebuilt = None;
+    while rebuilt.is_none() && restarted.elapsed() < REBUILD_LIMIT {
+        if let Some(read) = bounded_read(stack, board, "").await {
+            let f = &read["freshness"];
+            let source = f["source"].as_str().unwrap_or_default();
+            let projection = f["projection"].as_str();
+            if source == "database" || projection == Some("whole") {
+                honest.get_or_insert(restarted.elapsed());
+            } else {
+                probes.problems.push(format!(
+                    "{board}: a bounded read after Redis restarted empty answered from {source}                      with projection {projection:?}"
+                ));
+            }
+            if projection == Some("whole") {
+                rebuilt = Some(restarted.elapsed());
+            }
+        }
+        if honest.is_none() && restarted.elapsed() > HONEST_READ_LIMIT {
+            probes.problems.push(format!(
+                "{board}: no honest bounded read within {HONEST_READ_LIMIT:?} of Redis restarting empty"
+            ));
+            honest = Some(restarted.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let id = BoardId::parse(board)?;
+    // A board with no rows yet has nothing to rebuild; one with rows must come back.
+    if rebuilt.is_none() && !stack.source(&id).await?.is_empty() {
+        probes.problems.push(format!(
+            "{board}: not whole again within {REBUILD_LIMIT:?} of Redis restarting empty"
+        ));
+    }
+    probes
+        .restarts
+        .push((honest.unwrap_or(restarted.elapsed()), rebuilt));
+    Ok(())
+}
+
+/// A bounded read of the board's top (`limit` as a query string, or "" for the default), as
+/// JSON; None when it did not answer 200 within 1 s (Redis coming back, sessions ended).
+async fn bounded_read(stack: &Stack, board: &str, query: &str) -> Option<serde_json::Value> {
+    let path = format!("/v1/boards/{board}/top{query}");
+    let headers = [("authorization", stack.bearer.as_str())];
+    match http::request(
+        stack.api_addr,
+        "GET",
+        &path,
+        &headers,
+        String::new(),
+        Duration::from_secs(1),
+    )
+    .await
+    {
+        Ok((200, body)) => serde_json::from_str(&body).ok(),
+        _ => None,
+    }
+}
+
+/// Every projector stopped (SIGTERM) for [`BACKLOG_FOR`] while the clients go on, a bounded
+/// read while they are down, then all started again and the backlog timed until fewer than
+/// 100 rows are pending (at most 30 s; under load it never reaches 0).
+async fn backlog(
+    stack: &Stack,
+    projectors: &mut [Daemon],
+    rng: &mut Rng,
+    probes: &mut Probes,
+) -> anyhow::Result<()> {
+    tokio::task::block_in_place(|| {
+        for p in projectors.iter_mut() {
+            p.terminate(Duration::from_secs(15));
+        }
+    });
+    tokio::time::sleep(BACKLOG_FOR).await;
+    let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
+    let mut lag = -1;
+    if let Some(read) = bounded_read(stack, board, "").await {
+        let f = &read["freshness"];
+        lag = f["lag_ms"].as_i64().unwrap_or(-1);
+        // Over api.max_lag_ms (2000 by default) a bounded read must leave the projection.
+        if lag > 2_000 && f["source"] != "database" {
+            probes.problems.push(format!(
+                "{board}: a bounded read with lag_ms {lag} answered from {}",
+                f["source"]
+            ));
+        }
+    }
+    let pending = ledgerboard_core::db::outbox_status(&stack.db)
+        .await
+        .map_or(-1, |s| s.pending);
+    for p in projectors.iter_mut() {
+        *p = tokio::task::block_in_place(|| stack.start(PROJECTOR, &[]))?;
+    }
+    let restarted = Instant::now();
+    let mut drained = None;
+    while restarted.elapsed() < Duration::from_secs(30) {
+        if let Ok(s) = ledgerboard_core::db::outbox_status(&stack.db).await
+            && s.pending < 100
+        {
+            drained = Some(restarted.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    probes.backlogs.push((pending, lag, drained));
+    Ok(())
+}
+
+/// Every board compared with PostgreSQL after the drain and before any pass. A whole board
+/// (its seal and its keys read in one MULTI/EXEC) must equal `user_scores`, except at members
+/// chaos corrupted. A board that is not whole is never counted as equal: a bounded read must
+/// answer from PostgreSQL with PostgreSQL's entries, and the rebuild that read requested must
+/// make the board whole and equal within [`REBUILD_LIMIT`].
+async fn before_repair(
+    stack: &Stack,
+    corrupted: &BTreeSet<(String, String)>,
+) -> anyhow::Result<BeforeRepair> {
+    let mut out = BeforeRepair::default();
+    for board in BOARDS {
+        let id = BoardId::parse(board)?;
+        let source = stack.source(&id).await?;
+        let (seal, projection) = stack.sealed_projection(&id).await?;
+        if seal == Seal::Whole {
+            out.whole += 1;
+            for (user, d) in projection_differences(&source, &projection) {
+                if corrupted.contains(&(board.to_owned(), user.clone())) {
+                    out.corrupted_differences += 1;
+                } else {
+                    out.problems.push(d);
+                }
+            }
+            continue;
+        }
+        out.not_whole += 1;
+        let asked = Instant::now();
+        // limit=1000 covers every member (USERS = 200); the consistency is the default.
+        match bounded_read(stack, board, "?limit=1000").await {
+            None => out.problems.push(format!(
+                "{board}: not whole ({seal:?}) and the bounded read failed"
+            )),
+            Some(read) => {
+                let f = &read["freshness"];
+                if f["source"] != "database" && f["projection"] != "whole" {
+                    out.problems.push(format!(
+                        "{board}: not whole ({seal:?}) but a bounded read answered from {}                          with projection {}",
+                        f["source"], f["projection"]
+                    ));
+                } else if f["source"] == "database" {
+                    out.read_from_database += 1;
+                }
+                let want = ranking(&source);
+                let got: Vec<(String, i64)> = read["entries"]
+                    .as_array()
+                    .map(|entries| {
+                        entries
+                            .iter()
+                            .map(|e| {
+                                (
+                                    e["user_id"].as_str().unwrap_or_default().to_owned(),
+                                    e["score"].as_i64().unwrap_or(i64::MIN),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if got != want {
+                    out.problems.push(format!(
+                        "{board}: the bounded read of a board not whole gave {} entries, not                          PostgreSQL's {} in its order",
+                        got.len(),
+                        want.len()
+                    ));
+                }
+            }
+        }
+        // The read asked for the rebuild; the reconciler daemon serves it between passes.
+        loop {
+            let (seal, projection) = stack.sealed_projection(&id).await?;
+            if seal == Seal::Whole {
+                let differences = projection_differences(&source, &projection);
+                if differences.is_empty() {
+                    out.rebuilt_equal += 1;
+                    let took = asked.elapsed();
+                    out.rebuilt_max = Some(out.rebuilt_max.map_or(took, |m| m.max(took)));
+                } else {
+                    out.problems.extend(differences.into_iter().map(|(_, d)| d));
+                }
+                break;
+            }
+            if asked.elapsed() > REBUILD_LIMIT {
+                out.problems.push(format!(
+                    "{board}: still not whole ({seal:?}) {REBUILD_LIMIT:?} after the read"
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(out)
+}
+
+/// The members where the projection differs from the source, each with its description.
+fn projection_differences(source: &Members, projection: &Members) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (user, want) in source {
+        if projection.get(user) != Some(want) {
+            out.push((
+                user.clone(),
+                format!(
+                    "{user}: Redis holds {:?} before repair, PostgreSQL {want:?}",
+                    projection.get(user)
+                ),
+            ));
+        }
+    }
+    for user in projection.keys().filter(|u| !source.contains_key(*u)) {
+        out.push((
+            user.clone(),
+            format!("{user}: Redis holds a member PostgreSQL does not, before repair"),
+        ));
+    }
+    out
+}
+
+/// The board in rank order (score descending, then user id in descending byte order, as
+/// every read orders it), as (user, score).
+fn ranking(source: &Members) -> Vec<(String, i64)> {
+    let mut entries: Vec<(String, i64)> =
+        source.iter().map(|(u, (s, _))| (u.clone(), *s)).collect();
+    entries.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
+    });
+    entries
 }
 
 /// The ledger, also after a client panicked while holding it (its data is still whole).
@@ -575,7 +1031,36 @@ async fn wait_drained(stack: &Stack, limit: Duration) -> anyhow::Result<(i64, i6
     }
 }
 
+/// Waits (up to 30 s) for the reconciler daemon's start-up pass, and returns the passes counted.
+async fn startup_pass(admin: &str) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    loop {
+        match reconciler_passes(admin).await {
+            Ok(n) if n >= 1.0 => return Ok(n),
+            _ if started.elapsed() > Duration::from_secs(30) => {
+                anyhow::bail!("the reconciler's start-up pass did not finish within 30 s")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
 async fn reconciler_passes(admin: &str) -> anyhow::Result<f64> {
+    metric_sum(admin, "ledgerboard_reconcile_passes_total", "").await
+}
+
+async fn reconciler_rebuilds(admin: &str) -> anyhow::Result<f64> {
+    metric_sum(
+        admin,
+        "ledgerboard_reconciler_rebuilds_total",
+        "outcome=\"done\"",
+    )
+    .await
+}
+
+/// The sum of the samples of the reconciler's metric lines that start with `prefix` and
+/// contain `label`.
+async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f64> {
     let (status, text) = http::request(
         admin.parse()?,
         "GET",
@@ -588,7 +1073,7 @@ async fn reconciler_passes(admin: &str) -> anyhow::Result<f64> {
     anyhow::ensure!(status == 200, "metrics: {status}");
     Ok(text
         .lines()
-        .filter(|l| l.starts_with("ledgerboard_reconcile_passes_total"))
+        .filter(|l| l.starts_with(prefix) && l.contains(label))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
 }

@@ -66,9 +66,10 @@ enum Command {
         out: std::path::PathBuf,
     },
     /// Send thousands of commands through the api while injecting faults (projectors killed,
-    /// Redis flushed, crashed or restarted, PostgreSQL sessions terminated, Redis data
-    /// corrupted), then drain, reconcile once and check the contract against PostgreSQL and
-    /// Redis. Runs on a database and a redis-server of its own; exits non-zero on any mismatch.
+    /// all stopped for a backlog, Redis flushed, crashed or restarted, PostgreSQL sessions
+    /// terminated, Redis data corrupted), then drain, compare every board with PostgreSQL
+    /// before any reconciliation pass, reconcile once and check the contract against
+    /// PostgreSQL and Redis. Runs on a database and a redis-server of its own; exits non-zero on any mismatch.
     Chaos {
         /// Seconds of load and faults.
         #[arg(long, default_value_t = 180, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -79,9 +80,13 @@ enum Command {
         /// Projector processes.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=32))]
         projectors: u64,
-        /// Seed of the random choices (clients and faults); printed in the report.
+        /// Seed of the random choices (clients and faults); printed at the start and in the
+        /// report.
         #[arg(long)]
         seed: Option<u64>,
+        /// Fault kinds to inject, comma-separated (default: every kind).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        faults: Vec<chaos::Fault>,
         /// Where the markdown report goes.
         #[arg(long, default_value = "target/chaos")]
         out: std::path::PathBuf,
@@ -153,6 +158,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             clients,
             projectors,
             seed,
+            faults,
             out,
         } => {
             let options = chaos::Options {
@@ -161,6 +167,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 projectors: projectors as usize,
                 seed: seed.unwrap_or_else(chaos::default_seed),
                 out,
+                faults,
             };
             chaos::run(&settings, options).await
         }
