@@ -766,7 +766,7 @@ async fn before_repair(
         let (seal, projection) = stack.sealed_projection(&id).await?;
         if seal == Seal::Whole {
             out.whole += 1;
-            for (user, d) in projection_differences(&source, &projection) {
+            for (user, d) in projection_differences(board, &source, &projection) {
                 if corrupted.contains(&(board.to_owned(), user.clone())) {
                     out.corrupted_differences += 1;
                 } else {
@@ -820,7 +820,7 @@ async fn before_repair(
         loop {
             let (seal, projection) = stack.sealed_projection(&id).await?;
             if seal == Seal::Whole {
-                let differences = projection_differences(&source, &projection);
+                let differences = projection_differences(board, &source, &projection);
                 if differences.is_empty() {
                     out.rebuilt_equal += 1;
                     let took = asked.elapsed();
@@ -843,14 +843,18 @@ async fn before_repair(
 }
 
 /// The members where the projection differs from the source, each with its description.
-fn projection_differences(source: &Members, projection: &Members) -> Vec<(String, String)> {
+fn projection_differences(
+    board: &str,
+    source: &Members,
+    projection: &Members,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (user, want) in source {
         if projection.get(user) != Some(want) {
             out.push((
                 user.clone(),
                 format!(
-                    "{user}: Redis holds {:?} before repair, PostgreSQL {want:?}",
+                    "{board}/{user}: Redis holds {:?} before repair, PostgreSQL {want:?}",
                     projection.get(user)
                 ),
             ));
@@ -859,7 +863,7 @@ fn projection_differences(source: &Members, projection: &Members) -> Vec<(String
     for user in projection.keys().filter(|u| !source.contains_key(*u)) {
         out.push((
             user.clone(),
-            format!("{user}: Redis holds a member PostgreSQL does not, before repair"),
+            format!("{board}/{user}: Redis holds a member PostgreSQL does not, before repair"),
         ));
     }
     out
