@@ -54,13 +54,34 @@ fn the_reference_experiment_passes_every_stage() {
     );
 }
 
+/// The value column of the report's row whose name starts with `name`.
+fn figure<'a>(report: &'a str, name: &str) -> &'a str {
+    report
+        .lines()
+        .find(|l| l.starts_with(&format!("| {name}")))
+        .and_then(|l| l.trim_end_matches(" |").rsplit("| ").next())
+        .unwrap_or_else(|| panic!("no row {name:?} in the report:\n{report}"))
+}
+
+/// "a / b" as two numbers.
+fn pair(value: &str) -> (u64, u64) {
+    let (a, b) = value
+        .split_once(" / ")
+        .unwrap_or_else(|| panic!("not a pair: {value}"));
+    (
+        a.trim().parse().unwrap_or_else(|_| panic!("{value}")),
+        b.trim().parse().unwrap_or_else(|_| panic!("{value}")),
+    )
+}
+
 #[test]
 fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
     let (ok, stderr, report) = lbctl(
         &["chaos", "--duration-secs", "12", "--clients", "6"],
-        Duration::from_secs(240),
+        Duration::from_secs(300),
     );
     assert!(ok, "{report}\n{stderr}");
+    assert!(stderr.contains("lbctl chaos: seed "), "{stderr}");
     assert!(report.contains("| **mismatches** | 0 |"), "{report}");
     // Every fault kind was injected at least once.
     let faults: Vec<u64> = report
@@ -70,12 +91,60 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
         .lines()
         .filter_map(|l| l.trim_end_matches(" |").rsplit("| ").next()?.parse().ok())
         .collect();
-    assert_eq!(faults.len(), 8, "{report}");
+    assert_eq!(faults.len(), 10, "{report}");
     assert!(faults.iter().all(|n| *n > 0), "{report}");
-    let accepted: u64 = report
-        .lines()
-        .find(|l| l.starts_with("| commands accepted"))
-        .and_then(|l| l.trim_end_matches(" |").rsplit("| ").next()?.parse().ok())
-        .unwrap_or(0);
+    let accepted: u64 = figure(&report, "commands accepted").parse().unwrap_or(0);
     assert!(accepted > 500, "{report}");
+
+    // The comparison before repair ran with no pass behind it, and met a board not whole
+    // (the one deleted after the drain at least), read from PostgreSQL and then rebuilt.
+    assert_eq!(
+        figure(
+            &report,
+            "reconciler passes during the load and before the comparison"
+        ),
+        "0",
+        "{report}"
+    );
+    let compared = figure(&report, "before repair: boards compared, whole / not whole");
+    let (total, rest) = compared
+        .split_once(": ")
+        .unwrap_or_else(|| panic!("{compared}"));
+    assert_eq!(total, "3", "{report}");
+    let (whole, not_whole) = pair(rest);
+    assert_eq!(whole + not_whole, 3, "{report}");
+    assert!(not_whole >= 1, "{report}");
+    let (from_database, rebuilt) = pair(figure(
+        &report,
+        "before repair: not whole, read from PostgreSQL / rebuilt equal",
+    ));
+    assert_eq!(rebuilt, not_whole, "{report}");
+    assert!(from_database >= 1, "{report}");
+
+    // The one pass: nothing ahead, no more repairs than corruptions injected.
+    assert_eq!(figure(&report, "final pass: ahead"), "0", "{report}");
+    let (repairs, corruptions) = pair(figure(
+        &report,
+        "final pass: repairs / corruptions injected",
+    ));
+    assert!(repairs <= corruptions, "{report}");
+
+    // Redis restarted empty: an honest read within 1 s, and the board rebuilt.
+    let honest: u64 = figure(&report, "Redis restarted empty: first honest bounded read")
+        .parse()
+        .unwrap_or(u64::MAX);
+    assert!(honest <= 1_000, "{report}");
+    assert!(
+        figure(&report, "Redis restarted empty: projection whole again")
+            .parse::<u64>()
+            .is_ok(),
+        "{report}"
+    );
+    let backlog: i64 = figure(
+        &report,
+        "backlog: rows pending when the projectors restarted",
+    )
+    .parse()
+    .unwrap_or(0);
+    assert!(backlog > 0, "{report}");
 }
