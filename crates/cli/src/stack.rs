@@ -23,6 +23,16 @@ pub const RECONCILER: &str = "ledgerboard-reconciler";
 
 const BOARD_SCORES: &str = include_str!("sql/board_scores.sql");
 
+/// The reply of [`Stack::sealed_projection`]'s MULTI/EXEC: the seal's `card`, ZCARD, HLEN,
+/// the sorted set with scores and the version hash.
+type SealedReply = (
+    Option<String>,
+    u64,
+    u64,
+    Vec<(String, f64)>,
+    BTreeMap<String, String>,
+);
+
 /// A member as PostgreSQL or Redis holds it: (score, version).
 pub type Members = BTreeMap<String, (i64, i64)>;
 
@@ -225,13 +235,7 @@ impl Stack {
     pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
         let keys = self.cache.keys();
         let mut conn = self.cache.connection().await?;
-        let (card, zcard, hlen, scores, versions): (
-            Option<String>,
-            u64,
-            u64,
-            Vec<(String, f64)>,
-            BTreeMap<String, String>,
-        ) = redis::pipe()
+        let (card, zcard, hlen, scores, versions): SealedReply = redis::pipe()
             .atomic()
             .cmd("HGET")
             .arg(keys.meta(board))
