@@ -167,6 +167,8 @@ pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
             // No pass during the load: a pass would repair what the comparison before repair
             // must see. The daemon still serves the rebuild requests between passes.
             ("LEDGERBOARD__RECONCILER__INTERVAL_MS", NO_PASS_INTERVAL_MS),
+            // Nor one after the injected Redis restarts (a new run id).
+            ("LEDGERBOARD__RECONCILER__PASS_ON_NEW_REDIS", "false"),
             ("LEDGERBOARD__RECONCILER__LOCK_TTL_MS", "5000"),
             ("LEDGERBOARD__RECONCILER__LOCK_RENEW_MS", "1000"),
             ("LEDGERBOARD__REDIS__RESPONSE_TIMEOUT_MS", "500"),

@@ -13,7 +13,7 @@ use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
 use ledgerboard_core::db::{self, Database};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection_read::Seal;
+use ledgerboard_core::projection_read::{self, Seal};
 use ledgerboard_harness::{Daemon, binary_beside_current_exe, free_port};
 use tokio_postgres::NoTls;
 
@@ -213,19 +213,7 @@ impl Stack {
     /// The board as the Redis projection holds it; a member whose score or version is not
     /// an integer shows as `i64::MIN`, so that it never equals the source.
     pub async fn projection(&self, board: &BoardId) -> anyhow::Result<Members> {
-        let keys = self.cache.keys();
-        let mut conn = self.cache.connection().await?;
-        let (scores, versions): (Vec<(String, f64)>, BTreeMap<String, String>) = redis::pipe()
-            .cmd("ZRANGE")
-            .arg(keys.scores(board))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .cmd("HGETALL")
-            .arg(keys.versions(board))
-            .query_async(&mut conn)
-            .await?;
-        Ok(members(scores, versions))
+        Ok(self.sealed_projection(board).await?.1)
     }
 
     /// The board's seal and its projection, read in one MULTI/EXEC so that no rebuild's
@@ -235,15 +223,9 @@ impl Stack {
     pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
         let keys = self.cache.keys();
         let mut conn = self.cache.connection().await?;
-        let (card, zcard, hlen, scores, versions): SealedReply = redis::pipe()
-            .atomic()
-            .cmd("HGET")
-            .arg(keys.meta(board))
-            .arg("card")
-            .cmd("ZCARD")
-            .arg(keys.scores(board))
-            .cmd("HLEN")
-            .arg(keys.versions(board))
+        let mut pipe = redis::pipe();
+        projection_read::with_seal(&mut pipe, keys, board);
+        let (card, zcard, hlen, scores, versions): SealedReply = pipe
             .cmd("ZRANGE")
             .arg(keys.scores(board))
             .arg(0)
@@ -253,12 +235,10 @@ impl Stack {
             .arg(keys.versions(board))
             .query_async(&mut conn)
             .await?;
-        let seal = match card.map(|c| c.parse::<u64>()) {
-            None => Seal::Missing,
-            Some(Ok(card)) if card == zcard && card == hlen => Seal::Whole,
-            Some(_) => Seal::Broken,
-        };
-        Ok((seal, members(scores, versions)))
+        Ok((
+            projection_read::seal(card, zcard, hlen),
+            members(scores, versions),
+        ))
     }
 
     /// Drops the database and deletes the namespace's keys. Call it after stopping the

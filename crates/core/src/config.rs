@@ -295,6 +295,10 @@ pub struct ReconcilerSettings {
     pub repair_ahead: bool,
     /// Remove members that have no source row.
     pub remove_orphans: bool,
+    /// Run a pass at once when Redis comes back as a new server (its run id changed: a restart
+    /// or a failover), since a replica that was behind keeps its seals. `lbctl chaos` turns it
+    /// off to prove the projection without any pass.
+    pub pass_on_new_redis: bool,
     /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
     pub admin_listen: String,
     /// Boards one pass checks at most (0: every board once). The walk continues in the next
@@ -311,6 +315,7 @@ impl Default for ReconcilerSettings {
             lock_renew_ms: 10_000,
             repair_ahead: false,
             remove_orphans: true,
+            pass_on_new_redis: true,
             admin_listen: "127.0.0.1:9102".into(),
             max_boards_per_pass: 0,
         }

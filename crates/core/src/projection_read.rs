@@ -30,8 +30,8 @@ pub struct Sealed<T> {
 }
 
 /// Adds the seal's three reads to a MULTI/EXEC pipeline, first, so that the answer's reads
-/// follow them in the reply.
-fn with_seal(pipe: &mut redis::Pipeline, keys: &KeyLayout, board: &BoardId) {
+/// follow them in the reply; [`seal`] judges their three replies.
+pub fn with_seal(pipe: &mut redis::Pipeline, keys: &KeyLayout, board: &BoardId) {
     pipe.atomic()
         .cmd("HGET")
         .arg(keys.meta(board))
@@ -42,7 +42,8 @@ fn with_seal(pipe: &mut redis::Pipeline, keys: &KeyLayout, board: &BoardId) {
         .arg(keys.versions(board));
 }
 
-fn seal(card: Option<String>, zcard: u64, hlen: u64) -> Seal {
+/// The seal from the replies of [`with_seal`]'s reads: `HGET :m card`, `ZCARD :z`, `HLEN :v`.
+pub fn seal(card: Option<String>, zcard: u64, hlen: u64) -> Seal {
     match card.map(|c| c.parse::<u64>()) {
         None => Seal::Missing,
         Some(Ok(card)) if card == zcard && card == hlen => Seal::Whole,

@@ -102,7 +102,9 @@ impl Reconciler {
             // older copy of every board (a lagging replica), which no seal shows, so a pass
             // runs now rather than at the next interval.
             if let Some(id) = self.redis_run_id().await {
-                if server.as_ref().is_some_and(|known| known != &id) {
+                if self.settings.reconciler.pass_on_new_redis
+                    && server.as_ref().is_some_and(|known| known != &id)
+                {
                     tracing::warn!(run_id = %id, "Redis is a new server (restart or failover): reconciling now");
                     next_pass = tokio::time::Instant::now();
                 }
