@@ -5,7 +5,7 @@ use super::{Database, sql};
 
 /// Counts in [`OutboxStatus`] stop here (`outbox_status.sql`): sampled by every daemon every few
 /// seconds, they must cost the same with ten million rows pending as with ten.
-pub const STATUS_COUNT_CAP: i64 = 1_000_000;
+pub const STATUS_COUNT_CAP: i64 = 100_000;
 
 /// The outbox as `lbctl status` and the outbox gauges show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,4 +1,4 @@
--- Pending rows and parked rows, each counted up to $1 (1,000,000) index entries, and the age of the
+-- Pending rows and parked rows, each counted up to $1 (100,000) index entries, and the age of the
 -- oldest pending row by the database clock. Every daemon samples this every few seconds, so
 -- its cost must not grow with the backlog: with ten million rows pending an exact count(*)
 -- would run for seconds on a connection commands need. The oldest pending row is taken as the
