@@ -1,0 +1,286 @@
+//! PostgreSQL restarted under load (`pg_ctl restart -m fast` on a private cluster: never the
+//! shared server): commands in flight fail cleanly or commit, a retried event id has one
+//! effect, nothing accepted is lost, and once the outbox drains the projection equals
+//! PostgreSQL; reads recover without a restart of the api.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{app_with, get};
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection_read::{Seal, board_seal};
+use ledgerboard_projector::Projector;
+use ledgerboard_reconciler::Reconciler;
+use ledgerboard_testkit::{TEST_TOKEN, TestRedis, free_port};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// A PostgreSQL cluster of the test's own, from the installed server binaries.
+struct PrivatePostgres {
+    dir: PathBuf,
+    port: u16,
+    bin: PathBuf,
+}
+
+fn as_postgres(cmd: &Path) -> Command {
+    // initdb and postgres refuse to run as root.
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(cmd);
+        c
+    } else {
+        Command::new(cmd)
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+impl PrivatePostgres {
+    fn start() -> PrivatePostgres {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL server binaries (apt-get install postgresql)")
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .max()
+            .expect("a PostgreSQL version");
+        let dir = std::env::temp_dir().join(format!("lbpg-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("data folder");
+        if is_root() {
+            let ok = Command::new("chown")
+                .args(["postgres"])
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "chown the data folder to postgres");
+        }
+        let data = dir.join("data");
+        let ok = as_postgres(&bin.join("initdb"))
+            .args(["-U", "postgres", "--auth=trust", "-D"])
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "initdb");
+        let pg = PrivatePostgres {
+            dir,
+            port: free_port(),
+            bin,
+        };
+        pg.ctl(&["start"]);
+        pg
+    }
+
+    fn ctl(&self, action: &[&str]) {
+        let ok = as_postgres(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("-l")
+            .arg(self.dir.join("log"))
+            .args(["-w", "-t", "60", "-o"])
+            .arg(format!(
+                "-p {} -c listen_addresses=127.0.0.1 -k {}",
+                self.port,
+                self.dir.display()
+            ))
+            .args(action)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "pg_ctl {action:?}");
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let _ = as_postgres(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "stop"])
+            .stdout(std::process::Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Posts one command: Some(201 or 200) when accepted, None on 503 (the database restarting).
+async fn post(app: &axum::Router, event: &str, user: &str, delta: i64) -> Option<StatusCode> {
+    let body = serde_json::json!({"event_id": event, "user_id": user, "delta": delta});
+    let response = app
+        .clone()
+        .oneshot(
+            Request::post("/v1/boards/pg/scores")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {TEST_TOKEN}"))
+                .body(Body::from(body.to_string()))
+                .expect("request"),
+        )
+        .await
+        .expect("answer");
+    let status = response.status();
+    match status {
+        StatusCode::CREATED | StatusCode::OK => Some(status),
+        StatusCode::SERVICE_UNAVAILABLE => None,
+        other => panic!("{other} for {event}"),
+    }
+}
+
+#[tokio::test]
+async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
+    let pg = PrivatePostgres::start();
+    let redis = TestRedis::new();
+    let mut settings = Settings::default();
+    settings.database.url = pg.url();
+    settings.database.connect_timeout_ms = 1_000;
+    settings.database.pool_wait_timeout_ms = 1_000;
+    settings.redis.url = redis.url.clone();
+    settings.redis.namespace = redis.namespace.clone();
+    settings.projector.poll_interval_ms = 50;
+    settings.shutdown.grace_ms = 2_000;
+    settings.auth.tokens = ledgerboard_testkit::test_tokens();
+    settings.api.freshness_cache_ms = 0;
+    settings.reconciler.interval_ms = 3_600_000;
+    settings.validate().expect("settings");
+    ledgerboard_core::db::migrate(&settings.database)
+        .await
+        .expect("migrate");
+    let db =
+        || ledgerboard_core::db::Database::connect(&settings.database, "pg-restart").expect("pool");
+    let cache = || ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis");
+    let app = app_with(&settings);
+    let cancel = CancellationToken::new();
+    let projector =
+        tokio::spawn(Projector::new(settings.clone(), db(), cache()).run(cancel.clone()));
+    let reconciler =
+        tokio::spawn(Reconciler::new(settings.clone(), db(), cache()).run(cancel.clone()));
+
+    // Four clients, each retrying a command answered 503 with the same event id until it is
+    // accepted: every accepted delta must count exactly once.
+    let running = Arc::new(AtomicBool::new(true));
+    let mut clients = Vec::new();
+    for c in 0..4 {
+        let (app, running) = (app.clone(), running.clone());
+        clients.push(tokio::spawn(async move {
+            let mut accepted: BTreeMap<String, i64> = BTreeMap::new();
+            let (mut refused, mut i) = (0_u64, 0_i64);
+            while running.load(Ordering::Relaxed) {
+                let user = format!("c{c}-u{}", i % 25);
+                let event = uuid::Uuid::new_v4().to_string();
+                let delta = 1 + i % 7;
+                let started = Instant::now();
+                while post(&app, &event, &user, delta).await.is_none() {
+                    refused += 1;
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "never accepted"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                *accepted.entry(user).or_default() += delta;
+                i += 1;
+            }
+            (accepted, refused)
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let restart = Instant::now();
+    let pg = tokio::task::spawn_blocking(move || {
+        pg.ctl(&["-m", "fast", "restart"]);
+        pg
+    })
+    .await
+    .expect("restart");
+    let restarted_in = restart.elapsed();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    running.store(false, Ordering::Relaxed);
+    let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+    let mut refused = 0;
+    for client in clients {
+        let (accepted, r) = client.await.expect("client");
+        expected.extend(accepted);
+        refused += r;
+    }
+
+    // Every accepted delta once, nothing else.
+    let client = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(client.1);
+    let source: BTreeMap<String, i64> = client
+        .0
+        .query(
+            "SELECT user_id, score FROM user_scores WHERE board_id = 'pg'",
+            &[],
+        )
+        .await
+        .expect("scores")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(source, expected, "accepted commands against PostgreSQL");
+
+    // The projector drains, the board is sealed by its requested rebuild, and a bounded read
+    // comes from the whole projection with PostgreSQL's order.
+    let board = BoardId::parse("pg").expect("board");
+    let started = Instant::now();
+    loop {
+        let pending: i64 = client
+            .0
+            .query_one(
+                "SELECT count(*) FROM leaderboard_outbox WHERE published_at IS NULL",
+                &[],
+            )
+            .await
+            .expect("pending")
+            .get(0);
+        let (status, page) = get(&app, "/v1/boards/pg/top?limit=100").await;
+        if pending == 0
+            && status == StatusCode::OK
+            && board_seal(&cache(), &board).await.expect("seal") == Seal::Whole
+            && page["freshness"]["source"] == "projection"
+        {
+            let top: BTreeMap<String, i64> = page["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| {
+                    (
+                        e["user_id"].as_str().expect("user").to_owned(),
+                        e["score"].as_i64().expect("score"),
+                    )
+                })
+                .collect();
+            assert_eq!(top, source, "the projection after the restart");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not recovered: {pending} pending, {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "postgres restarted in {restarted_in:?}; {} users, {refused} commands answered 503 and retried; recovered {:?} after the load",
+        source.len(),
+        started.elapsed()
+    );
+    cancel.cancel();
+    projector.await.expect("projector");
+    reconciler.await.expect("reconciler");
+}
