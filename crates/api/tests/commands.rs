@@ -1,17 +1,17 @@
 //! The score command against the real PostgreSQL: each test has a database of its own.
 
+mod common;
+
+use common::{app_with, send};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use http_body_util::BodyExt;
-use ledgerboard_api::{AppState, router};
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::db::migrate;
 use ledgerboard_testkit::{BlackHole, TestDb, closed_port};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 use uuid::Uuid;
 
 struct Harness {
@@ -25,28 +25,8 @@ async fn harness() -> Harness {
     settings.database.url = db.url.clone();
     settings.auth.tokens = ledgerboard_testkit::test_tokens();
     migrate(&settings.database).await.expect("migrate");
-    let app = app_for(&settings);
+    let app = app_with(&settings);
     Harness { db, app }
-}
-
-fn app_for(settings: &Settings) -> Router {
-    let database = Database::connect(&settings.database, "api-test").expect("pool");
-    let cache = ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis pool");
-    router(AppState::new(database, cache, settings), &settings.api)
-}
-
-async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
-    let response = app.clone().oneshot(request).await.expect("router answers");
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|e| panic!("{status}: body is not JSON ({e}): {bytes:?}"));
-    (status, body)
 }
 
 fn post_raw(board: &str, body: impl Into<Body>) -> Request<Body> {
@@ -417,7 +397,7 @@ async fn unreachable_database_answers_503_in_bounded_time() {
         settings.auth.tokens = ledgerboard_testkit::test_tokens();
         settings.database.connect_timeout_ms = 500;
         settings.database.pool_wait_timeout_ms = 500;
-        let app = app_for(&settings);
+        let app = app_with(&settings);
         let started = Instant::now();
         let answer = tokio::time::timeout(
             Duration::from_secs(10),

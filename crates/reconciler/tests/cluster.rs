@@ -2,12 +2,13 @@
 //! the lock, a repair, a rebuild (its six keys share the board's slot), and a pass after the
 //! board's slot moved to another master.
 
+mod common;
+
 use std::time::Duration;
 
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::keys::cluster_slot;
 use ledgerboard_harness::RedisCluster;
-use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::pass::PassOptions;
 use ledgerboard_reconciler::{Reconciler, rebuild};
 use ledgerboard_testkit::TestEnv;
@@ -22,16 +23,7 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
     for board in ["b", "c", "d"] {
         env.seed(board, 300, 600).await;
     }
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let mut client = env.database().client().await.expect("client");
-    while projector
-        .worker(0)
-        .batch(&mut client)
-        .await
-        .expect("batch")
-        .claimed
-        > 0
-    {}
+    common::drain(&env).await;
     for board in ["b", "c", "d"] {
         assert_eq!(
             env.projection(board).await,

@@ -2,45 +2,18 @@
 //! to Redis are `lagging`, a command projected while a pass looks is never `ahead`, and only
 //! invented state is. Real PostgreSQL, real Redis, the real command path and a real projector.
 
+mod common;
+
+use common::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, ScoreCommand, UserId};
 use ledgerboard_core::scripts::{REPAIR, evalsha, send_pipeline};
 use ledgerboard_projector::Projector;
-use ledgerboard_reconciler::Reconciler;
-use ledgerboard_reconciler::pass::PassOptions;
-use ledgerboard_testkit::TestEnv;
 use tokio_util::sync::CancellationToken;
-
-/// A board of `users` users, projected by real projector batches until nothing is pending.
-async fn projected_env(users: i64, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
-    let env = TestEnv::new(tweak).await;
-    env.seed("b", users, users).await;
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let mut client = env.database().client().await.expect("client");
-    while projector
-        .worker(0)
-        .batch(&mut client)
-        .await
-        .expect("batch")
-        .claimed
-        > 0
-    {}
-    assert_eq!(env.projection("b").await, env.source("b").await);
-    env
-}
-
-fn reconciler(env: &TestEnv) -> Reconciler {
-    Reconciler::new(env.settings.clone(), env.database(), env.cache())
-}
-
-fn options(env: &TestEnv) -> PassOptions {
-    PassOptions::from_settings(&env.settings.reconciler)
-}
 
 /// One command through the real command path (the api's): `user` of board b gains `delta`.
 async fn command(db: &Database, user: &str, delta: i64) {
@@ -53,19 +26,6 @@ async fn command(db: &Database, user: &str, delta: i64) {
     apply_score_command(db, &command, None)
         .await
         .expect("command");
-}
-
-/// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
-async fn redis_edit(env: &TestEnv, args: &[&str]) {
-    let cache = env.cache();
-    let board = BoardId::parse("b").expect("board");
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(a.replace("{z}", &z).replace("{v}", &v));
-    }
-    let mut conn = cache.connection().await.expect("redis");
-    let _: redis::Value = cmd.query_async(&mut conn).await.expect("edit");
 }
 
 /// Passes over a board that two writers keep changing (hot users, so every chunk holds members
@@ -157,10 +117,7 @@ async fn committed_commands_are_lagging_until_their_row_is_parked() {
     let before = env.projection("b").await;
     assert_ne!(before, env.source("b").await);
 
-    let report = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let report = pass(&env).await;
     assert!(report.completed, "{:?}", report.aborted);
     let t = &report.totals;
     assert_eq!(
@@ -173,10 +130,7 @@ async fn committed_commands_are_lagging_until_their_row_is_parked() {
 
     // The projector gave up on u000002's row: nothing will bring it to Redis but a repair.
     assert_eq!(env.park("b", "u000002").await, 1);
-    let report = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let report = pass(&env).await;
     let t = &report.totals;
     assert_eq!(
         (t.lagging, t.stale, t.drift(), t.repaired),
@@ -202,10 +156,7 @@ async fn an_invented_version_is_ahead_after_the_recheck_and_repair_ahead_restore
     redis_edit(&env, &["HSET", "{v}", "u000004", "99"]).await;
     redis_edit(&env, &["ZADD", "{z}", "123456", "u000004"]).await;
 
-    let report = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let report = pass(&env).await;
     let t = &report.totals;
     assert_eq!(
         (t.ahead, t.lagging, t.drift(), t.repaired),

@@ -1,53 +1,15 @@
 //! The reconciler against the real PostgreSQL and Redis.
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
-use ledgerboard_reconciler::pass::PassOptions;
-use ledgerboard_reconciler::{Reconciler, ReconcilerError, rebuild};
+use ledgerboard_reconciler::{ReconcilerError, rebuild};
 use ledgerboard_testkit::TestEnv;
 use tokio_util::sync::CancellationToken;
-
-/// A board of `users` users, projected by a real projector batch.
-async fn projected_env(users: i64, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
-    let env = TestEnv::new(tweak).await;
-    env.seed("b", users, users).await;
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let mut client = env.database().client().await.expect("client");
-    while projector
-        .worker(0)
-        .batch(&mut client)
-        .await
-        .expect("batch")
-        .claimed
-        > 0
-    {}
-    assert_eq!(env.projection("b").await, env.source("b").await);
-    env
-}
-
-fn reconciler(env: &TestEnv) -> Reconciler {
-    Reconciler::new(env.settings.clone(), env.database(), env.cache())
-}
-
-fn options(env: &TestEnv) -> PassOptions {
-    PassOptions::from_settings(&env.settings.reconciler)
-}
-
-/// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
-async fn redis_edit(env: &TestEnv, args: &[&str]) {
-    let cache = env.cache();
-    let board = BoardId::parse("b").expect("board");
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(a.replace("{z}", &z).replace("{v}", &v));
-    }
-    let mut conn = cache.connection().await.expect("redis");
-    let _: redis::Value = cmd.query_async(&mut conn).await.expect("edit");
-}
 
 #[tokio::test]
 async fn every_drift_class_is_detected_and_repaired_as_specified() {
@@ -63,10 +25,7 @@ async fn every_drift_class_is_detected_and_repaired_as_specified() {
     redis_edit(&env, &["HSET", "{v}", "ghost", "1"]).await;
     redis_edit(&env, &["HSET", "{v}", "ghost-version-only", "3"]).await; // orphan
 
-    let report = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let report = pass(&env).await;
     assert!(report.completed, "{report:?}");
     let t = &report.totals;
     assert_eq!(
@@ -92,10 +51,7 @@ async fn every_drift_class_is_detected_and_repaired_as_specified() {
     assert_eq!(rest, source);
 
     // A second pass finds only the ahead row; with repair_ahead it is repaired too.
-    let again = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let again = pass(&env).await;
     assert_eq!(
         (
             again.totals.drift(),
@@ -109,10 +65,7 @@ async fn every_drift_class_is_detected_and_repaired_as_specified() {
     let report = reconciler(&env).run_once(&forced).await.expect("pass");
     assert_eq!(report.totals.repaired, 1);
     assert_eq!(env.projection("b").await, env.source("b").await);
-    let clean = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let clean = pass(&env).await;
     assert_eq!((clean.totals.drift(), clean.totals.current), (0, 10));
 }
 
@@ -306,10 +259,7 @@ async fn a_board_with_a_wrong_typed_key_is_reported_and_the_pass_goes_on() {
         .expect("plant");
     redis_edit(&env, &["ZADD", "{z}", "1", "u000000"]).await; // drift on board b
 
-    let report = reconciler(&env)
-        .run_once(&options(&env))
-        .await
-        .expect("pass");
+    let report = pass(&env).await;
     assert!(report.completed, "{report:?}");
     let a = report
         .boards

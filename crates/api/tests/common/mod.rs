@@ -23,11 +23,13 @@ pub fn app_with(settings: &Settings) -> Router {
 }
 
 pub async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
-    let response = app
-        .clone()
-        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
-        .await
-        .expect("router answers");
+    send(app, Request::get(uri).body(Body::empty()).expect("request")).await
+}
+
+/// Sends `request` through the router; the answer must be JSON.
+pub async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
+    let uri = request.uri().clone();
+    let response = app.clone().oneshot(request).await.expect("router answers");
     let status = response.status();
     let bytes = response
         .into_body()

@@ -1,0 +1,61 @@
+//! What the reconciler's tests share: a board projected by real projector batches, the
+//! reconciler on a test's settings, one pass, and hand edits of board b's keys in Redis.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_projector::Projector;
+use ledgerboard_reconciler::Reconciler;
+use ledgerboard_reconciler::pass::PassOptions;
+use ledgerboard_reconciler::report::PassReport;
+use ledgerboard_testkit::TestEnv;
+
+/// Runs real projector batches until nothing is claimed.
+pub async fn drain(env: &TestEnv) {
+    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let mut client = env.database().client().await.expect("client");
+    while projector
+        .worker(0)
+        .batch(&mut client)
+        .await
+        .expect("batch")
+        .claimed
+        > 0
+    {}
+}
+
+/// A board b of `users` users, projected by real projector batches until nothing is pending.
+pub async fn projected_env(users: i64, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
+    let env = TestEnv::new(tweak).await;
+    env.seed("b", users, users).await;
+    drain(&env).await;
+    assert_eq!(env.projection("b").await, env.source("b").await);
+    env
+}
+
+pub fn reconciler(env: &TestEnv) -> Reconciler {
+    Reconciler::new(env.settings.clone(), env.database(), env.cache())
+}
+
+pub fn options(env: &TestEnv) -> PassOptions {
+    PassOptions::from_settings(&env.settings.reconciler)
+}
+
+/// One pass with the test's settings, under the lock.
+pub async fn pass(env: &TestEnv) -> PassReport {
+    reconciler(env).run_once(&options(env)).await.expect("pass")
+}
+
+/// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
+pub async fn redis_edit(env: &TestEnv, args: &[&str]) {
+    let cache = env.cache();
+    let board = BoardId::parse("b").expect("board");
+    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(a.replace("{z}", &z).replace("{v}", &v));
+    }
+    let mut conn = cache.connection().await.expect("redis");
+    let _: redis::Value = cmd.query_async(&mut conn).await.expect("edit");
+}
