@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{BlackHole, TestRedis};
 
 #[tokio::test]
@@ -14,7 +14,7 @@ async fn pool_reaches_redis_within_its_namespace() {
         namespace: redis.namespace.clone(),
         ..RedisSettings::default()
     };
-    let cache = Cache::connect(&settings).expect("pool");
+    let cache = Store::connect(&settings).expect("pool");
     cache.ping().await.expect("PING");
     let mut conn = cache.connection().await.expect("connection");
     let key = format!("{}:probe", cache.keys().namespace());
@@ -36,7 +36,7 @@ async fn a_silent_redis_fails_within_the_timeouts() {
         response_timeout_ms: 300,
         ..RedisSettings::default()
     };
-    let cache = Cache::connect(&settings).expect("pool");
+    let cache = Store::connect(&settings).expect("pool");
     let started = Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(10), cache.ping())
         .await

@@ -1,15 +1,15 @@
 //! A whole test environment: a database (migrated) and a Redis namespace of the test's own,
 //! settings pointing at both, bulk seeding of the outbox, and both sides of the projection
-//! read back for comparison.
+//! read back for comparison (Redis through the same read as the chaos check's).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::{TestDb, TestRedis};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::{Store, inspect};
 
 pub struct TestEnv {
     pub db: TestDb,
@@ -46,8 +46,8 @@ impl TestEnv {
         Database::connect(&self.settings.database, "projector-test").expect("pool")
     }
 
-    pub fn cache(&self) -> Cache {
-        Cache::connect(&self.settings.redis).expect("redis pool")
+    pub fn cache(&self) -> Store {
+        Store::connect(&self.settings.redis).expect("redis pool")
     }
 
     /// See [`crate::seed_outbox`].
@@ -70,36 +70,64 @@ impl TestEnv {
             .collect()
     }
 
-    /// user → (score, version) in Redis; a member missing from either key shows as -1.
+    /// user → (score, version) in Redis, read by the one whole-board read the chaos check uses
+    /// too (`projection::inspect::board_members`); a member missing from either key shows as -1
+    /// there. Panics, naming Redis, on a score that is not an exact integer or a version that
+    /// is not one: compared with [`Self::source`], such a member must fail, never round to
+    /// the source's value.
     pub async fn projection(&self, board: &str) -> BTreeMap<String, (i64, i64)> {
-        let cache = self.cache();
-        let keys = cache.keys().clone();
+        let store = self.cache();
         let board = BoardId::parse(board).expect("board");
-        let mut conn = cache.connection().await.expect("redis");
-        let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(keys.scores(&board))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
+        let (_, members) = inspect::board_members(&store, &board)
             .await
-            .expect("ZRANGE");
-        let versions: BTreeMap<String, i64> = redis::cmd("HGETALL")
-            .arg(keys.versions(&board))
-            .query_async(&mut conn)
-            .await
-            .expect("HGETALL");
-        let mut out: BTreeMap<String, (i64, i64)> = scores
+            .unwrap_or_else(|e| panic!("reading board {board} from Redis: {e}"));
+        members
             .into_iter()
-            .map(|(u, s)| {
-                let v = versions.get(&u).copied().unwrap_or(-1);
-                (u, (s as i64, v))
+            .map(|(user, seen)| {
+                let score = seen.score.map_or(-1, |s| {
+                    inspect::exact_score(s).unwrap_or_else(|| {
+                        panic!("Redis holds score {s} for {user} on board {board}: not an integer")
+                    })
+                });
+                let version = seen.version.as_deref().map_or(-1, |v| {
+                    v.parse().unwrap_or_else(|_| {
+                        panic!(
+                            "Redis holds version {v:?} for {user} on board {board}: not an integer"
+                        )
+                    })
+                });
+                (user, (score, version))
+            })
+            .collect()
+    }
+
+    /// Asserts that Redis holds `board` exactly as PostgreSQL does; the message names each
+    /// side's store and lists the members that differ.
+    pub async fn assert_projection_matches_source(&self, board: &str) {
+        let (source, projection) = (self.source(board).await, self.projection(board).await);
+        if source == projection {
+            return;
+        }
+        let users: std::collections::BTreeSet<&String> =
+            source.keys().chain(projection.keys()).collect();
+        let differ: Vec<String> = users
+            .into_iter()
+            .filter(|u| source.get(*u) != projection.get(*u))
+            .take(20)
+            .map(|u| {
+                format!(
+                    "{u}: PostgreSQL {:?}, Redis {:?}",
+                    source.get(u),
+                    projection.get(u)
+                )
             })
             .collect();
-        for (u, v) in versions {
-            out.entry(u).or_insert((-1, v));
-        }
-        out
+        panic!(
+            "board {board}: Redis (projection, {} members) differs from PostgreSQL (source, {} members); (score, version) of the first members that differ:\n{}",
+            projection.len(),
+            source.len(),
+            differ.join("\n")
+        );
     }
 
     /// (pending, parked, published) outbox rows.
