@@ -190,3 +190,70 @@ impl TestEnv {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ledgerboard_core::domain::BoardId;
+
+    use super::TestEnv;
+
+    /// Writes `user`'s score and version straight into Redis.
+    async fn redis_member(env: &TestEnv, user: &str, score: f64, version: i64) {
+        let store = env.cache();
+        let board = BoardId::parse("b").expect("board");
+        let mut conn = store.connection().await.expect("redis");
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(store.keys().scores(&board))
+            .arg(score)
+            .arg(user)
+            .ignore()
+            .cmd("HSET")
+            .arg(store.keys().versions(&board))
+            .arg(user)
+            .arg(version)
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await
+            .expect("write the member");
+    }
+
+    /// A score with a fraction in Redis never reads as its source's integer: the read fails and
+    /// names Redis. Broken once: with the former `s as i64`, Redis's 10.5 read as 10 and the
+    /// comparison with PostgreSQL's 10 passed.
+    #[tokio::test]
+    async fn a_fractional_score_in_redis_fails_the_read_and_names_redis() {
+        let env = Arc::new(TestEnv::new(|_| {}).await);
+        env.db
+            .client()
+            .await
+            .execute(
+                "INSERT INTO user_scores (board_id, user_id, score, version) VALUES ('b', 'u1', 10, 1)",
+                &[],
+            )
+            .await
+            .expect("source row");
+        redis_member(&env, "u1", 10.5, 1).await;
+        let read = tokio::spawn({
+            let env = env.clone();
+            async move { env.projection("b").await }
+        })
+        .await;
+        let panic = read.expect_err("a score of 10.5 must not read as an integer");
+        let message = panic
+            .into_panic()
+            .downcast::<String>()
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert!(
+            message.contains("Redis holds score 10.5 for u1"),
+            "{message:?}"
+        );
+
+        // The same member at the source's exact score compares equal.
+        redis_member(&env, "u1", 10.0, 1).await;
+        env.assert_projection_matches_source("b").await;
+    }
+}
