@@ -219,18 +219,7 @@ impl Stack {
     /// daemons.
     pub async fn cleanup(self) -> anyhow::Result<()> {
         let pattern = format!("{}:*", self.cache.keys().namespace());
-        let deleted: anyhow::Result<()> = async {
-            let keys = self.cache.scan_keys(&pattern).await?;
-            let mut conn = self.cache.connection().await?;
-            for chunk in keys.chunks(500) {
-                let _: i64 = redis::cmd("UNLINK")
-                    .arg(chunk)
-                    .query_async(&mut conn)
-                    .await?;
-            }
-            Ok(())
-        }
-        .await;
+        let deleted = self.cache.unlink_matching(&pattern).await;
         self.db.close();
         let (client, conn) = self.admin.connect(NoTls).await?;
         tokio::spawn(conn);
@@ -241,7 +230,9 @@ impl Stack {
             ))
             .await
             .with_context(|| format!("DROP DATABASE {}", self.db_name))?;
-        deleted.with_context(|| format!("deleting the keys {pattern}"))
+        deleted
+            .map(|_| ())
+            .with_context(|| format!("deleting the keys {pattern}"))
     }
 }
 

@@ -153,6 +153,21 @@ impl Store {
         Ok(found)
     }
 
+    /// Deletes every key matching `pattern` (found by [`Self::scan_keys`]) with UNLINK, 500 a
+    /// call, and answers how many: for operators' tools and tests cleaning up a namespace of
+    /// their own, never on a request path.
+    pub async fn unlink_matching(&self, pattern: &str) -> Result<usize, ReadModelError> {
+        let keys = self.scan_keys(pattern).await?;
+        let mut conn = self.connection().await?;
+        for chunk in keys.chunks(500) {
+            let _: i64 = redis::cmd("UNLINK")
+                .arg(chunk)
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(keys.len())
+    }
+
     pub fn keys(&self) -> &KeyLayout {
         &self.keys
     }
