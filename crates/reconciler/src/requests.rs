@@ -1,7 +1,8 @@
 //! Rebuilds that readers and projectors asked for: a board whose projection a read found
 //! without a whole seal (lost, evicted, edited, never built) is added to the rebuild requests
-//! (`keys.rs`); the reconciler that holds the lock rebuilds the requested boards one at a
-//! time, between passes, and removes each request once its board is sealed.
+//! (`projection/keys.rs`); the reconciler that holds the lock rebuilds the requested boards
+//! one at a time, between passes, and removes each request once its board is sealed. Reading
+//! and removing requests are `projection::generation::{requested, forget_request}`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
