@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
-use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::domain::{BoardId, RankedEntry};
-use ledgerboard_core::projection_read::{self, Sealed};
+use ledgerboard_core::projection::read::{self, Sealed};
+use ledgerboard_core::projection::{ReadModelError, Store};
 
-type Page = Result<Sealed<Arc<Vec<RankedEntry>>>, Arc<CacheError>>;
+type Page = Result<Sealed<Arc<Vec<RankedEntry>>>, Arc<ReadModelError>>;
 type Flight = Shared<BoxFuture<'static, Page>>;
 
 /// The reads in flight, by board, offset and limit.
@@ -33,11 +33,11 @@ impl TopReads {
     /// The page from the projection: from a read in flight for the same page, or a new one.
     pub async fn top(
         &self,
-        cache: &Cache,
+        cache: &Store,
         board: &BoardId,
         offset: u64,
         limit: u64,
-    ) -> Result<Sealed<Arc<Vec<RankedEntry>>>, CacheError> {
+    ) -> Result<Sealed<Arc<Vec<RankedEntry>>>, ReadModelError> {
         let key = (board.clone(), offset, limit);
         let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
@@ -47,7 +47,7 @@ impl TopReads {
                 _ => {
                     let (cache, board) = (cache.clone(), board.clone());
                     let f = async move {
-                        projection_read::top(&cache, &board, offset, limit)
+                        read::top(&cache, &board, offset, limit)
                             .await
                             .map(|page| Sealed {
                                 value: Arc::new(page.value),
@@ -70,6 +70,6 @@ impl TopReads {
                 flights.remove(&key);
             }
         }
-        page.map_err(CacheError::Shared)
+        page.map_err(ReadModelError::Shared)
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ledgerboard_core::db::reads::{Lag, lag};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection_read::Seal;
+use ledgerboard_core::projection::read::Seal;
 use serde::Serialize;
 
 /// How long one lag measurement may take. When it runs out the measurement is dropped, which

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use ledgerboard_api::{AppState, router, serve};
-use ledgerboard_core::cache::Cache;
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::telemetry::admin::Health;
 use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::outbox_gauges;
@@ -36,7 +36,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
-    let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let cache = Store::connect(&settings.redis).context("redis.url")?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr} (api.listen)"))?;

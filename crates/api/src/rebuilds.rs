@@ -8,9 +8,8 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection::request_rebuilds;
+use ledgerboard_core::projection::{Store, request_rebuild};
 
 const EVERY: Duration = Duration::from_secs(1);
 /// Boards remembered; past this the expired ones are forgotten.
@@ -22,7 +21,7 @@ pub struct RebuildRequests {
 }
 
 impl RebuildRequests {
-    pub fn request(&self, cache: &Cache, board: &BoardId) {
+    pub fn request(&self, store: &Store, board: &BoardId) {
         {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
             if last.get(board).is_some_and(|at| at.elapsed() < EVERY) {
@@ -33,14 +32,9 @@ impl RebuildRequests {
             }
             last.insert(board.clone(), Instant::now());
         }
-        let (cache, board) = (cache.clone(), board.clone());
+        let (store, board) = (store.clone(), board.clone());
         tokio::spawn(async move {
-            let sent = match cache.connection().await {
-                Ok(mut conn) => request_rebuilds(&mut conn, cache.keys(), &[board.as_str()])
-                    .await
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
+            let sent = request_rebuild(&store, &board).await;
             match sent {
                 Ok(()) => tracing::info!(board = %board, "projection not whole: rebuild requested"),
                 Err(e) => tracing::warn!(board = %board, error = %e, "could not request a rebuild"),

@@ -1,9 +1,9 @@
 use std::sync::Arc;
 
 use ledgerboard_core::auth::TokenTable;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{ApiSettings, DatabaseSettings, ReadAccess, Settings};
 use ledgerboard_core::db::Database;
+use ledgerboard_core::projection::Store;
 
 use crate::coalesce::TopReads;
 use crate::freshness::FreshnessCache;
@@ -18,7 +18,7 @@ pub struct AppState {
     /// Reads from PostgreSQL (strong reads, fallbacks) and the lag measurement, in a pool of
     /// their own (`api.read_pool_max_size`).
     pub read_db: Database,
-    pub cache: Cache,
+    pub cache: Store,
     pub freshness: Arc<FreshnessCache>,
     pub settings: Arc<ApiSettings>,
     /// The tokens of `auth.tokens`, and whether reads need one.
@@ -37,7 +37,7 @@ impl AppState {
     ///
     /// The read pool is built here, from `settings.database` with `api.read_pool_max_size`
     /// connections, opened on first use.
-    pub fn new(db: Database, cache: Cache, settings: &Settings) -> Self {
+    pub fn new(db: Database, cache: Store, settings: &Settings) -> Self {
         let api = &settings.api;
         let reads = DatabaseSettings {
             pool_max_size: api.read_pool_max_size,

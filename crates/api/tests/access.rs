@@ -40,7 +40,7 @@ async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
     settings.validate().expect("valid settings");
     migrate(&settings.database).await.expect("migrate");
     let database = Database::connect(&settings.database, "access-test").expect("pool");
-    let cache = ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis pool");
+    let cache = ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis pool");
     let app = router(AppState::new(database, cache, &settings), &settings.api);
     Api { db, app }
 }

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use ledgerboard_api::coalesce::TopReads;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::RedisSettings;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::RedisServer;
 
 /// `ZRANGE` calls the server has answered so far.
-async fn zrange_calls(cache: &Cache) -> u64 {
+async fn zrange_calls(cache: &Store) -> u64 {
     let mut conn = cache.connection().await.expect("connection");
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -32,7 +32,7 @@ async fn concurrent_identical_reads_share_one_redis_read() {
         pool_max_size: 64,
         ..RedisSettings::default()
     };
-    let cache = Cache::connect(&settings).expect("cache");
+    let cache = Store::connect(&settings).expect("cache");
     let board = BoardId::parse("hot").expect("board");
     let key = cache.keys().scores(&board);
     let mut conn = cache.connection().await.expect("connection");

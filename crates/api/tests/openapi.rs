@@ -4,16 +4,16 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
+use ledgerboard_core::projection::Store;
 use tower::ServiceExt;
 
 async fn get(uri: &str) -> (StatusCode, String) {
     // The document needs no server: a pool that never connects is enough.
     let settings = Settings::default();
     let db = Database::connect(&settings.database, "openapi-test").expect("pool");
-    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    let cache = Store::connect(&settings.redis).expect("redis pool");
     let app = router(AppState::new(db, cache, &settings), &settings.api);
     let response = app
         .oneshot(Request::get(uri).body(Body::empty()).expect("request"))

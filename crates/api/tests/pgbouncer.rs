@@ -11,10 +11,10 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
 use serde_json::{Value, json};
@@ -66,7 +66,7 @@ async fn source(db: &TestDb, board: &str) -> BTreeMap<String, (i64, i64)> {
 }
 
 /// The same from the projection.
-async fn projection(cache: &Cache, board: &str) -> BTreeMap<String, (i64, i64)> {
+async fn projection(cache: &Store, board: &str) -> BTreeMap<String, (i64, i64)> {
     let board = BoardId::parse(board).expect("board");
     let mut conn = cache.connection().await.expect("redis");
     let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
@@ -109,7 +109,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     migrate(&settings.database).await.expect("migrate");
 
     let database = Database::connect(&settings.database, "pgbouncer-test").expect("pool");
-    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    let cache = Store::connect(&settings.redis).expect("redis pool");
     let app = router(
         AppState::new(database, cache.clone(), &settings),
         &settings.api,

@@ -17,7 +17,7 @@ use axum::http::{Request, StatusCode};
 use common::{app_with, get};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection_read::{Seal, board_seal};
+use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_testkit::{TEST_TOKEN, TestRedis, free_port};
@@ -162,7 +162,7 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
         .expect("migrate");
     let db =
         || ledgerboard_core::db::Database::connect(&settings.database, "pg-restart").expect("pool");
-    let cache = || ledgerboard_core::cache::Cache::connect(&settings.redis).expect("redis");
+    let cache = || ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis");
     let app = app_with(&settings);
     let cancel = CancellationToken::new();
     let projector =

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::StatusCode;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_testkit::{RedisServer, TestEnv};
@@ -76,7 +76,7 @@ fn freshness(page: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
     )
 }
 
-async fn redis_del(cache: &Cache, keys: &[String]) {
+async fn redis_del(cache: &Store, keys: &[String]) {
     let mut conn = cache.connection().await.expect("redis");
     let _: i64 = redis::cmd("DEL")
         .arg(keys)
@@ -86,7 +86,7 @@ async fn redis_del(cache: &Cache, keys: &[String]) {
 }
 
 /// Deletes every key of the board's projection, seal included.
-async fn lose_board(cache: &Cache, board: &BoardId) {
+async fn lose_board(cache: &Store, board: &BoardId) {
     let keys = cache.keys();
     redis_del(
         cache,
@@ -95,7 +95,7 @@ async fn lose_board(cache: &Cache, board: &BoardId) {
     .await;
 }
 
-async fn requested(cache: &Cache, board: &str) -> bool {
+async fn requested(cache: &Store, board: &str) -> bool {
     let mut conn = cache.connection().await.expect("redis");
     redis::cmd("SISMEMBER")
         .arg(cache.keys().rebuild_requests())
@@ -538,10 +538,10 @@ async fn a_lost_board_nobody_reads_is_found_by_the_reconcilers_walk_and_rebuilt(
     // No read and no command: only the reconciler's pass can notice.
     let (stop, running) = reconciler(&env);
     let started = Instant::now();
-    while ledgerboard_core::projection_read::board_seal(&cache, &board)
+    while ledgerboard_core::projection::read::board_seal(&cache, &board)
         .await
         .expect("seal")
-        != ledgerboard_core::projection_read::Seal::Whole
+        != ledgerboard_core::projection::read::Seal::Whole
     {
         assert!(started.elapsed() < Duration::from_secs(20), "never rebuilt");
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_api::{AppState, router, serve};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{TestDb, TestRedis, test_tokens};
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,7 @@ impl Stack {
         let app = router(
             AppState::new(
                 Database::connect(&settings.database, "bench-api")?,
-                Cache::connect(&settings.redis)?,
+                Store::connect(&settings.redis)?,
                 &settings,
             ),
             &settings.api,

@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::keys::cluster_slot;
+use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_testkit::{TestDb, TestRedis, seed_skewed_boards};
 use serde::Serialize;
@@ -86,7 +86,7 @@ pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
         .into_iter()
         .filter(|n| n.master)
         .collect();
-    let keys = Cache::connect(&settings.redis)?.keys().clone();
+    let keys = Store::connect(&settings.redis)?.keys().clone();
     let mut per_master: BTreeMap<String, u64> = BTreeMap::new();
     for row in client
         .query("SELECT DISTINCT board_id FROM user_scores", &[])
@@ -178,7 +178,7 @@ async fn drain_and_pass(
 }
 
 async fn one_member_board(settings: &Settings) -> anyhow::Result<f64> {
-    let cache = Cache::connect(&settings.redis)?;
+    let cache = Store::connect(&settings.redis)?;
     let mut conn = cache.connection().await?;
     let mut total = 0_u64;
     for i in 0..100 {

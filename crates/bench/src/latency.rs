@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -102,7 +102,7 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
     let replicas: Vec<_> = (0..REPLICAS)
         .map(|_| start_replica(&stack.settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
-    let cache = Cache::connect(&stack.settings.redis)?;
+    let cache = Store::connect(&stack.settings.redis)?;
     let versions_key = cache
         .keys()
         .versions(&BoardId::parse(crate::commands::BOARD)?);
@@ -235,7 +235,7 @@ async fn offer(
 /// Reads the sampled users' versions every millisecond; returns (seconds since `started`,
 /// lag in ms) for every sample seen.
 async fn watch(
-    cache: Cache,
+    cache: Store,
     key: String,
     waiting: Waiting,
     started: Instant,

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate, outbox};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
 use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
 use serde::Serialize;
@@ -49,7 +49,7 @@ pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
     migrate(&settings.database).await?;
     let client = db.client().await;
     let database = Database::connect(&settings.database, "bench-memory")?;
-    let cache = Cache::connect(&settings.redis)?;
+    let cache = Store::connect(&settings.redis)?;
     let mut boards = Vec::new();
     for (board, users) in [("memory-small", 100), ("memory-large", large)] {
         eprintln!("Redis memory of a {users}-user board");

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate, outbox, sql};
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
 use ledgerboard_projector::Projector;
 use ledgerboard_projector::stats::Stats;
@@ -87,7 +87,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     for clients in [1, 4] {
         let redis = TestRedis::new();
         settings.redis.namespace = redis.namespace.clone();
-        let cache = Cache::connect(&settings.redis)?;
+        let cache = Store::connect(&settings.redis)?;
         let chunks: Vec<_> = entries.chunks(BATCH).map(<[_]>::to_vec).collect();
         let queue = Arc::new(Mutex::new(chunks));
         let started = Instant::now();
@@ -193,7 +193,7 @@ pub fn start_replica(
     cancel: &CancellationToken,
 ) -> anyhow::Result<(Arc<Stats>, tokio::task::JoinHandle<()>)> {
     let db = Database::connect(&settings.database, "bench-projector")?;
-    let cache = Cache::connect(&settings.redis)?;
+    let cache = Store::connect(&settings.redis)?;
     let projector = Projector::new(settings.clone(), db, cache);
     let stats = projector.stats();
     Ok((stats, tokio::spawn(projector.run(cancel.clone()))))

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use serde::Serialize;
 
 use crate::api::Stack;
@@ -36,7 +36,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             &[&users],
         )
         .await?;
-    let cache = Cache::connect(&stack.settings.redis)?;
+    let cache = Store::connect(&stack.settings.redis)?;
     let key = cache.keys().scores(&BoardId::parse("top")?);
     {
         let rows = client

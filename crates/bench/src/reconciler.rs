@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{TestDb, TestRedis};
 use serde::Serialize;
 
@@ -195,7 +195,7 @@ async fn limit(
         )
         .await?;
     anyhow::ensure!(rows.len() as i64 == users);
-    let cache = Cache::connect(&settings.redis)?;
+    let cache = Store::connect(&settings.redis)?;
     let board = BoardId::parse("big")?;
     let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
     let mut conn = cache.connection().await?;

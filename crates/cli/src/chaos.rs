@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection_read::Seal;
+use ledgerboard_core::projection::read::Seal;
 use ledgerboard_harness::{Daemon, RedisServer, free_port};
 use uuid::Uuid;
 

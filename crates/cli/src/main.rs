@@ -9,11 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 
 /// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows, rebuilds.
 #[derive(Parser)]
@@ -251,7 +251,7 @@ async fn rebuild(settings: &Settings, board: &str, wait_secs: u64) -> anyhow::Re
     let board = BoardId::parse(board).context("--board")?;
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;
-    let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let cache = Store::connect(&settings.redis).context("redis.url")?;
     let report = ledgerboard_reconciler::rebuild::rebuild(
         &db,
         &cache,

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
 use ledgerboard_core::db::{self, Database};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection_read::{self, Seal};
+use ledgerboard_core::projection::Seal;
+use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::inspect::{self, Observed};
 use ledgerboard_harness::{Daemon, binary_beside_current_exe, free_port};
 use tokio_postgres::NoTls;
 
@@ -22,16 +23,6 @@ pub const PROJECTOR: &str = "ledgerboard-projector";
 pub const RECONCILER: &str = "ledgerboard-reconciler";
 
 const BOARD_SCORES: &str = include_str!("sql/board_scores.sql");
-
-/// The reply of [`Stack::sealed_projection`]'s MULTI/EXEC: the seal's `card`, ZCARD, HLEN,
-/// the sorted set with scores and the version hash.
-type SealedReply = (
-    Option<String>,
-    u64,
-    u64,
-    Vec<(String, f64)>,
-    BTreeMap<String, String>,
-);
 
 /// A member as PostgreSQL or Redis holds it: (score, version).
 pub type Members = BTreeMap<String, (i64, i64)>;
@@ -42,7 +33,7 @@ pub struct Stack {
     pub bearer: String,
     admin: tokio_postgres::Config,
     pub db: Database,
-    pub cache: Cache,
+    pub cache: Store,
     pub api_addr: SocketAddr,
     env: Vec<(String, String)>,
 }
@@ -88,7 +79,7 @@ impl Stack {
         }
         let db = Database::connect(&database, "lbctl")?;
         let namespace = format!("{purpose}-{suffix}");
-        let cache = Cache::connect(&RedisSettings {
+        let cache = Store::connect(&RedisSettings {
             url: redis_url.to_owned(),
             namespace: namespace.clone(),
             ..settings.redis.clone()
@@ -217,46 +208,18 @@ impl Stack {
     }
 
     /// The board's seal and its projection, read in one MULTI/EXEC so that no rebuild's
-    /// switch or projector write falls between them: the seal says whether these very keys
-    /// are whole. Same seal rule as the api's reads (`projection_read`): `card` of `:m` equal
-    /// to both ZCARD and HLEN.
+    /// switch or projector write falls between them (`projection::inspect::board_members`,
+    /// the tests' read too): the seal says whether these very keys are whole.
     pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
-        let keys = self.cache.keys();
-        let mut conn = self.cache.connection().await?;
-        let mut pipe = redis::pipe();
-        projection_read::with_seal(&mut pipe, keys, board);
-        let (card, zcard, hlen, scores, versions): SealedReply = pipe
-            .cmd("ZRANGE")
-            .arg(keys.scores(board))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .cmd("HGETALL")
-            .arg(keys.versions(board))
-            .query_async(&mut conn)
-            .await?;
-        Ok((
-            projection_read::seal(card, zcard, hlen),
-            members(scores, versions),
-        ))
+        let (seal, stored) = inspect::board_members(&self.cache, board).await?;
+        Ok((seal, members(stored)))
     }
 
     /// Drops the database and deletes the namespace's keys. Call it after stopping the
     /// daemons.
     pub async fn cleanup(self) -> anyhow::Result<()> {
         let pattern = format!("{}:*", self.cache.keys().namespace());
-        let deleted: anyhow::Result<()> = async {
-            let keys = self.cache.scan_keys(&pattern).await?;
-            let mut conn = self.cache.connection().await?;
-            for chunk in keys.chunks(500) {
-                let _: i64 = redis::cmd("UNLINK")
-                    .arg(chunk)
-                    .query_async(&mut conn)
-                    .await?;
-            }
-            Ok(())
-        }
-        .await;
+        let deleted = self.cache.unlink_matching(&pattern).await;
         self.db.close();
         let (client, conn) = self.admin.connect(NoTls).await?;
         tokio::spawn(conn);
@@ -267,28 +230,29 @@ impl Stack {
             ))
             .await
             .with_context(|| format!("DROP DATABASE {}", self.db_name))?;
-        deleted.with_context(|| format!("deleting the keys {pattern}"))
+        deleted
+            .map(|_| ())
+            .with_context(|| format!("deleting the keys {pattern}"))
     }
 }
 
-/// Members from a ZRANGE … WITHSCORES and an HGETALL of the version hash; a member whose score
-/// or version is not an integer shows as `i64::MIN`, so that it never equals the source.
-fn members(scores: Vec<(String, f64)>, versions: BTreeMap<String, String>) -> Members {
-    let mut members = Members::new();
-    for (user, score) in scores {
-        let version = versions
-            .get(&user)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(i64::MIN);
-        let score = if score.fract() == 0.0 {
-            score as i64
-        } else {
-            i64::MIN
-        };
-        members.insert(user, (score, version));
-    }
-    for user in versions.keys() {
-        members.entry(user.clone()).or_insert((i64::MIN, i64::MIN));
-    }
-    members
+/// Members as the projection stores them; a score or version that is not an integer, or
+/// missing, shows as `i64::MIN` (both do for a member with no score), so that it never equals
+/// the source.
+fn members(stored: BTreeMap<String, Observed>) -> Members {
+    stored
+        .into_iter()
+        .map(|(user, seen)| {
+            let member = match seen.score {
+                None => (i64::MIN, i64::MIN),
+                Some(score) => (
+                    inspect::exact_score(score).unwrap_or(i64::MIN),
+                    seen.version
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(i64::MIN),
+                ),
+            };
+            (user, member)
+        })
+        .collect()
 }

@@ -2,12 +2,12 @@
 //! a projection batch spanning many slots, a member read (MULTI/EXEC) after its slot moved, a
 //! batch after a failover, and the per-node commands operators' tools use.
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::RedisSettings;
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
-use ledgerboard_core::keys::cluster_slot;
+use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::cluster_slot;
+use ledgerboard_core::projection::read;
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
-use ledgerboard_core::projection_read;
 use ledgerboard_harness::RedisCluster;
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
         ..RedisSettings::default()
     };
     settings_are_valid(&settings);
-    let cache = Cache::connect(&settings).expect("cluster client");
+    let cache = Store::connect(&settings).expect("cluster client");
     let ttl = Duration::from_secs(60);
 
     // One batch over 40 boards: 40 slots on 3 masters, split and sent per slot.
@@ -64,7 +64,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     // and the read must still answer.
     let board = BoardId::parse("b7").expect("board");
     let user = UserId::parse("u2").expect("user");
-    let before = projection_read::member(&cache, &board, &user)
+    let before = read::member(&cache, &board, &user)
         .await
         .expect("member read")
         .value
@@ -72,7 +72,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     cluster
         .migrate_slot(cluster_slot(&cache.keys().scores(&board)))
         .expect("slot migration");
-    let after = projection_read::member(&cache, &board, &user)
+    let after = read::member(&cache, &board, &user)
         .await
         .expect("member read after the slot moved")
         .value
@@ -100,9 +100,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     assert!(older.iter().all(|o| *o == RowOutcome::Stale), "{older:?}");
     for b in 0..BOARDS {
         let board = BoardId::parse(&format!("b{b}")).expect("board");
-        let top = projection_read::top(&cache, &board, 0, 10)
-            .await
-            .expect("top");
+        let top = read::top(&cache, &board, 0, 10).await.expect("top");
         let scores: Vec<(i64, u64)> = top.value.iter().map(|e| (e.score, e.rank)).collect();
         assert_eq!(scores, vec![(202, 1), (201, 2), (200, 3)], "board b{b}");
     }

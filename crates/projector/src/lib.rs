@@ -10,10 +10,10 @@ pub mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{Settings, UnsafeRedisAction};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::outbox;
+use ledgerboard_core::projection::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -29,13 +29,13 @@ pub enum ProjectorError {
 pub struct Projector {
     settings: Arc<Settings>,
     db: Database,
-    cache: Cache,
+    cache: Store,
     stats: Arc<Stats>,
     instance: String,
 }
 
 impl Projector {
-    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+    pub fn new(settings: Settings, db: Database, cache: Store) -> Self {
         // Kubernetes sets HOSTNAME to the pod name: leases then say which pod holds a row.
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "projector".into());
         let instance = format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
@@ -151,7 +151,7 @@ async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: Cancellat
     }
 }
 
-async fn redis_check_loop(cache: Cache, settings: Arc<Settings>, cancel: CancellationToken) {
+async fn redis_check_loop(cache: Store, settings: Arc<Settings>, cancel: CancellationToken) {
     let p = &settings.projector;
     loop {
         tokio::select! {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use ledgerboard_core::cache::Cache;
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::telemetry::admin::{self, Health};
 use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::outbox_gauges;
@@ -37,7 +37,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
-    let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let cache = Store::connect(&settings.redis).context("redis.url")?;
     let health = Health::new(telemetry.registry(), db.clone(), cache.clone());
     let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
         .await

@@ -4,7 +4,7 @@
 //! the stored version still rejects a repeat. In cluster mode every primary is checked: each
 //! holds its own share of the boards.
 
-use ledgerboard_core::cache::{Cache, CacheError};
+use ledgerboard_core::projection::{ReadModelError, Store};
 use redis::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct RedisMemory {
     pub used_memory: u64,
 }
 
-pub async fn inspect(cache: &Cache) -> Result<Vec<RedisMemory>, CacheError> {
+pub async fn inspect(cache: &Store) -> Result<Vec<RedisMemory>, ReadModelError> {
     let on_each = |args: &[&str]| {
         let mut cmd = redis::cmd(args[0]);
         cmd.arg(&args[1..]);

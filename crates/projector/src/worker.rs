@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Object;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{ClaimMode, Settings};
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::ProjectionEntry;
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::{self, Outage, RowOutcome};
 use ledgerboard_core::telemetry::metrics::{metrics, timed_db_call};
 use ledgerboard_core::telemetry::trace_context;
@@ -67,7 +67,7 @@ pub struct Tally {
 #[derive(Clone)]
 pub struct Worker {
     pub db: Database,
-    pub cache: Cache,
+    pub cache: Store,
     pub settings: Arc<Settings>,
     pub stats: Arc<Stats>,
     /// Leased mode: the name written into `lease_owner`.

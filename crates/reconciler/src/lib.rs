@@ -12,9 +12,9 @@ pub mod requests;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
+use ledgerboard_core::projection::{ReadModelError, Store, inspect};
 use ledgerboard_core::telemetry::metrics::metrics;
 use tokio_util::sync::CancellationToken;
 
@@ -26,39 +26,22 @@ pub enum ReconcilerError {
     #[error("another reconciler holds the lock; try again when its pass is done")]
     Busy,
     #[error(transparent)]
-    Redis(#[from] CacheError),
+    Redis(#[from] ReadModelError),
 }
 
 pub struct Reconciler {
     settings: Arc<Settings>,
     db: Database,
-    cache: Cache,
+    store: Store,
     lock_held: Arc<AtomicBool>,
 }
 
 impl Reconciler {
-    /// The Redis server's run id (`INFO server`), or None when it cannot be read or in
-    /// cluster mode, where each call may reach another node.
-    async fn redis_run_id(&self) -> Option<String> {
-        if self.settings.redis.cluster {
-            return None;
-        }
-        let mut conn = self.cache.connection().await.ok()?;
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut conn)
-            .await
-            .ok()?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .map(|id| id.trim().to_owned())
-    }
-
-    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+    pub fn new(settings: Settings, db: Database, store: Store) -> Self {
         Self {
             settings: Arc::new(settings),
             db,
-            cache,
+            store,
             lock_held: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -76,11 +59,11 @@ impl Reconciler {
     /// One pass under the lock; `Busy` when another replica holds it.
     pub async fn run_once(&self, options: &PassOptions) -> Result<PassReport, ReconcilerError> {
         let r = &self.settings.reconciler;
-        let held = lock::try_acquire(&self.cache, r.lock_ttl(), r.lock_renew())
+        let held = lock::try_acquire(&self.store, r.lock_ttl(), r.lock_renew())
             .await?
             .ok_or(ReconcilerError::Busy)?;
         self.set_lock_held(true);
-        let report = run_pass(&self.db, &self.cache, Some(&held), options).await;
+        let report = run_pass(&self.db, &self.store, Some(&held), options).await;
         held.release().await;
         self.set_lock_held(false);
         report.record_metrics();
@@ -101,7 +84,7 @@ impl Reconciler {
             // A Redis restarted or failed over is a new server (a new run id): it may hold an
             // older copy of every board (a lagging replica), which no seal shows, so a pass
             // runs now rather than at the next interval.
-            if let Some(id) = self.redis_run_id().await {
+            if let Some(id) = inspect::run_id(&self.store).await {
                 if self.settings.reconciler.pass_on_new_redis
                     && server.as_ref().is_some_and(|known| known != &id)
                 {
@@ -132,7 +115,7 @@ impl Reconciler {
             if cancel.is_cancelled() {
                 return;
             }
-            let served = requests.serve(&self.db, &self.cache, &self.settings);
+            let served = requests.serve(&self.db, &self.store, &self.settings);
             tokio::pin!(served);
             let result = tokio::select! {
                 r = &mut served => Some(r),

@@ -5,17 +5,18 @@
 //! A lock can be lost (it expired while Redis or this process stalled, or someone deleted it).
 //! The holder learns it from a failed renewal; `confirm` asks Redis directly, and a pass calls
 //! it before every chunk of repairs, so a lost lock stops the repairs at once.
+//!
+//! The Redis calls themselves are `ledgerboard_core::projection::lock`; this file holds the
+//! token, the renewal schedule and when to count the lock as lost.
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::{Cache, CacheError};
-use ledgerboard_core::scripts::{LOCK_RELEASE, LOCK_RENEW};
+use ledgerboard_core::projection::{self, ReadModelError, Store};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub struct HeldLock {
-    cache: Cache,
-    key: String,
+    store: Store,
     token: String,
     ttl: Duration,
     lost: CancellationToken,
@@ -24,37 +25,25 @@ pub struct HeldLock {
 
 /// Takes the lock if it is free. `Ok(None)`: another reconciler holds it.
 pub async fn try_acquire(
-    cache: &Cache,
+    store: &Store,
     ttl: Duration,
     renew_every: Duration,
-) -> Result<Option<HeldLock>, CacheError> {
-    let key = cache.keys().reconciler_lock();
+) -> Result<Option<HeldLock>, ReadModelError> {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "reconciler".into());
     let token = format!("{host}-{}", uuid::Uuid::new_v4().simple());
-    let mut conn = cache.connection().await?;
-    let set: Option<String> = redis::cmd("SET")
-        .arg(&key)
-        .arg(&token)
-        .arg("NX")
-        .arg("PX")
-        .arg(ttl.as_millis() as u64)
-        .query_async(&mut conn)
-        .await?;
-    if set.is_none() {
+    if !projection::lock::try_take(store, &token, ttl).await? {
         return Ok(None);
     }
     let lost = CancellationToken::new();
     let renewer = tokio::spawn(renew_loop(
-        cache.clone(),
-        key.clone(),
+        store.clone(),
         token.clone(),
         ttl,
         renew_every,
         lost.clone(),
     ));
     Ok(Some(HeldLock {
-        cache: cache.clone(),
-        key,
+        store: store.clone(),
         token,
         ttl,
         lost,
@@ -62,20 +51,8 @@ pub async fn try_acquire(
     }))
 }
 
-async fn renew(cache: &Cache, key: &str, token: &str, ttl: Duration) -> Result<bool, CacheError> {
-    let mut conn = cache.connection().await?;
-    let renewed: i64 = LOCK_RENEW
-        .key(key)
-        .arg(token)
-        .arg(ttl.as_millis() as u64)
-        .invoke_async(&mut conn)
-        .await?;
-    Ok(renewed == 1)
-}
-
 async fn renew_loop(
-    cache: Cache,
-    key: String,
+    store: Store,
     token: String,
     ttl: Duration,
     every: Duration,
@@ -87,7 +64,7 @@ async fn renew_loop(
             _ = lost.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        match renew(&cache, &key, &token, ttl).await {
+        match projection::lock::renew(&store, &token, ttl).await {
             Ok(true) => last_renewed = Instant::now(),
             Ok(false) => {
                 tracing::warn!("reconciler lock lost: another owner or expired");
@@ -120,7 +97,7 @@ impl HeldLock {
         if self.lost.is_cancelled() {
             return false;
         }
-        match renew(&self.cache, &self.key, &self.token, self.ttl).await {
+        match projection::lock::renew(&self.store, &self.token, self.ttl).await {
             Ok(true) => true,
             Ok(false) | Err(_) => {
                 self.lost.cancel();
@@ -135,16 +112,7 @@ impl HeldLock {
         // Even when a renewal failed and the lock counts as lost, the key may still be ours
         // (the renewal timed out, Redis answered later): the release compares the token, so it
         // deletes only our own lock, and a standby need not wait out the TTL.
-        let released = async {
-            let mut conn = self.cache.connection().await?;
-            let _: i64 = LOCK_RELEASE
-                .key(&self.key)
-                .arg(&self.token)
-                .invoke_async(&mut conn)
-                .await?;
-            Ok::<_, CacheError>(())
-        };
-        if let Err(e) = released.await {
+        if let Err(e) = projection::lock::release(&self.store, &self.token).await {
             tracing::warn!(error = %e, "could not release the reconciler lock; it expires by itself");
         }
     }

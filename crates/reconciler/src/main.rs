@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_core::telemetry::admin::{self, Health};
 use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::outbox_gauges;
@@ -58,14 +58,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         anyhow::ensure!(!args.once, "interrupted before the pass started");
         return Ok(());
     };
-    let cache = Cache::connect(&settings.redis).context("redis.url")?;
+    let store = Store::connect(&settings.redis).context("redis.url")?;
     let mut options = PassOptions::from_settings(&settings.reconciler);
     options.dry_run = args.dry_run;
     options.board = board;
     options.repair_ahead |= args.repair_ahead;
     let interval = settings.reconciler.interval();
     let sample_interval = settings.telemetry.outbox_sample_interval();
-    let reconciler = Reconciler::new(settings, db.clone(), cache.clone());
+    let reconciler = Reconciler::new(settings, db.clone(), store.clone());
     if args.once {
         let report = tokio::select! {
             report = reconciler.run_once(&options) => report?,
@@ -82,7 +82,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     metrics().init_reconciler_series();
     let health =
-        Health::new(telemetry.registry(), db.clone(), cache).with_lock(reconciler.lock_held());
+        Health::new(telemetry.registry(), db.clone(), store).with_lock(reconciler.lock_held());
     let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
         .await
         .with_context(|| format!("cannot listen on {admin_addr} (reconciler.admin_listen)"))?;

@@ -7,16 +7,14 @@
 
 use std::time::Instant;
 
-use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::domain::{BoardId, Classification};
-use ledgerboard_core::projection::request_rebuilds;
-use ledgerboard_core::projection_read::{self, Seal};
-use ledgerboard_core::scripts::{REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::inspect::{self, Half, Observed};
+use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};
 
-use crate::classify::{Observed, classify};
+use crate::classify::{Classification, classify};
 use crate::lock::HeldLock;
 use crate::report::{BoardReport, Counts, PassReport};
 
@@ -60,15 +58,16 @@ pub enum PassError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Redis(#[from] CacheError),
+    Redis(ReadModelError),
 }
 
-impl From<redis::RedisError> for PassError {
-    fn from(err: redis::RedisError) -> Self {
-        if err.code() == Some("WRONGTYPE") {
-            PassError::WrongType(err.to_string())
-        } else {
-            PassError::Redis(err.into())
+impl From<ReadModelError> for PassError {
+    fn from(err: ReadModelError) -> Self {
+        match err {
+            ReadModelError::Redis(e) if e.code() == Some("WRONGTYPE") => {
+                PassError::WrongType(e.to_string())
+            }
+            other => PassError::Redis(other),
         }
     }
 }
@@ -76,7 +75,7 @@ impl From<redis::RedisError> for PassError {
 /// Runs one pass under `lock` (None only for the rebuild's catch-up, which holds it itself).
 pub async fn run_pass(
     db: &Database,
-    cache: &Cache,
+    store: &Store,
     lock: Option<&HeldLock>,
     options: &PassOptions,
 ) -> PassReport {
@@ -84,7 +83,7 @@ pub async fn run_pass(
     let mut report = PassReport::new(options.dry_run);
     let ctx = Ctx {
         db,
-        cache,
+        store,
         lock,
         options,
     };
@@ -101,7 +100,7 @@ pub async fn run_pass(
 /// that one; or `max_boards` of them. Progress is recorded after each page of boards and where
 /// the walk stops, early or not (never in a dry run).
 async fn walk_boards(ctx: Ctx<'_>, report: &mut PassReport) -> Result<(), String> {
-    let namespace = ctx.cache.keys().namespace();
+    let namespace = ctx.store.keys().namespace();
     let resume = source::progress(ctx.db, namespace)
         .await
         .map_err(|e| e.to_string())?
@@ -128,7 +127,7 @@ async fn walk_segments(
     segments: Vec<(String, Option<String>)>,
     finished: &mut Option<BoardId>,
 ) -> Result<(), String> {
-    let namespace = ctx.cache.keys().namespace();
+    let namespace = ctx.store.keys().namespace();
     let mut done = 0;
     for (mut after, upto) in segments {
         loop {
@@ -170,7 +169,7 @@ async fn check_and_report(
     let (error, aborted) = match check_board(ctx, board, &mut counts).await {
         Ok(()) => {
             if !ctx.options.dry_run {
-                request_if_unsealed(ctx.cache, board).await;
+                request_if_unsealed(ctx.store, board).await;
             }
             (None, None)
         }
@@ -195,16 +194,13 @@ async fn check_and_report(
 /// A board the walk finds without a whole seal (lost while nobody read or wrote it, or never
 /// built) is asked to be rebuilt, like a reader would ask (`requests.rs` serves it after the
 /// pass). Repairs do not seal a board: only a rebuild proves it holds every member.
-async fn request_if_unsealed(cache: &Cache, board: &BoardId) {
-    let outcome = match projection_read::board_seal(cache, board).await {
+async fn request_if_unsealed(store: &Store, board: &BoardId) {
+    let outcome = match read::board_seal(store, board).await {
         Ok(Seal::Whole) => return,
-        Ok(seal) => match cache.connection().await {
-            Ok(mut conn) => request_rebuilds(&mut conn, cache.keys(), &[board.as_str()])
-                .await
-                .map(|()| seal)
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        },
+        Ok(seal) => request_rebuild(store, board)
+            .await
+            .map(|()| seal)
+            .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
     match outcome {
@@ -224,7 +220,7 @@ struct Repair<'a> {
 #[derive(Clone, Copy)]
 struct Ctx<'a> {
     db: &'a Database,
-    cache: &'a Cache,
+    store: &'a Store,
     lock: Option<&'a HeldLock>,
     options: &'a PassOptions,
 }
@@ -232,12 +228,10 @@ struct Ctx<'a> {
 async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Result<(), PassError> {
     let Ctx {
         db,
-        cache,
+        store,
         lock,
         options,
     } = ctx;
-    let keys = cache.keys();
-    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
     let mut cursor = String::new();
     // Source members seen in the sorted set and in the version hash: if the keys hold exactly
     // that many entries, neither holds an orphan and the scans for them can be skipped.
@@ -247,13 +241,8 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
         let Some(last) = rows.last() else { break };
         cursor = last.user_id.clone();
         let full_chunk = rows.len() == options.chunk_size;
-        let observed = observe(
-            cache,
-            &scores_key,
-            &versions_key,
-            rows.iter().map(|r| r.user_id.as_str()),
-        )
-        .await?;
+        let observed =
+            inspect::observe(store, board, rows.iter().map(|r| r.user_id.as_str())).await?;
         let mut judged: Vec<Judged> = rows
             .into_iter()
             .zip(observed)
@@ -263,7 +252,7 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
                 seen,
             })
             .collect();
-        recheck(ctx, board, &scores_key, &versions_key, &mut judged).await?;
+        recheck(ctx, board, &mut judged).await?;
         let mut repairs = Vec::new();
         for Judged { row, seen, class } in &judged {
             // Gone from the source at the re-read: left to the orphan scan below (which the
@@ -303,7 +292,7 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
         }
         if !options.dry_run && !repairs.is_empty() {
             confirm(lock).await?;
-            repair(cache, &scores_key, &versions_key, &repairs, counts).await?;
+            repair(store, board, &repairs, counts).await?;
         }
         if !full_chunk {
             break;
@@ -312,15 +301,7 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
     // Members added by the projector during the walk make the sizes larger, never smaller, so
     // they can only cause a scan that finds nothing, not hide an orphan. (A member removed
     // during the walk could hide one until the next pass.)
-    let mut conn = cache.connection().await?;
-    let (zcard, hlen): (u64, u64) = redis::pipe()
-        .cmd("ZCARD")
-        .arg(&scores_key)
-        .cmd("HLEN")
-        .arg(&versions_key)
-        .query_async(&mut conn)
-        .await?;
-    drop(conn);
+    let (zcard, hlen) = inspect::member_counts(store, board).await?;
     let scan_scores = zcard > in_scores;
     let scan_versions = hlen > in_versions;
     if scan_scores || scan_versions {
@@ -351,13 +332,7 @@ struct Judged {
 ///    projector marks a row published after writing it, so it may have written it between
 ///    reads 1 and 2. A member still behind now was published (or parked) without being in
 ///    Redis: real drift.
-async fn recheck(
-    ctx: Ctx<'_>,
-    board: &BoardId,
-    scores_key: &str,
-    versions_key: &str,
-    judged: &mut [Judged],
-) -> Result<(), PassError> {
+async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result<(), PassError> {
     let suspects: Vec<usize> = (0..judged.len())
         .filter(|&i| judged[i].class != Some(Classification::Current))
         .collect();
@@ -368,13 +343,7 @@ async fn recheck(
         .iter()
         .map(|&i| judged[i].row.user_id.clone())
         .collect();
-    let before = observe(
-        ctx.cache,
-        scores_key,
-        versions_key,
-        users.iter().map(String::as_str),
-    )
-    .await?;
+    let before = inspect::observe(ctx.store, board, users.iter().map(String::as_str)).await?;
     let mut fresh = source::recheck(ctx.db, board, &users).await?;
     let mut behind = Vec::new();
     for (&i, seen) in suspects.iter().zip(before) {
@@ -400,10 +369,9 @@ async fn recheck(
     if behind.is_empty() {
         return Ok(());
     }
-    let after = observe(
-        ctx.cache,
-        scores_key,
-        versions_key,
+    let after = inspect::observe(
+        ctx.store,
+        board,
         behind.iter().map(|&i| judged[i].row.user_id.as_str()),
     )
     .await?;
@@ -434,62 +402,22 @@ async fn confirm(lock: Option<&HeldLock>) -> Result<(), PassError> {
     }
 }
 
-/// Score and stored version of each member, in one pipelined round trip.
-async fn observe<'a>(
-    cache: &Cache,
-    scores_key: &str,
-    versions_key: &str,
-    users: impl Iterator<Item = &'a str>,
-) -> Result<Vec<Observed>, PassError> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    let mut n = 0;
-    for user in users {
-        pipe.cmd("ZSCORE").arg(scores_key).arg(user);
-        pipe.cmd("HGET").arg(versions_key).arg(user);
-        n += 1;
-    }
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let mut conn = cache.connection().await?;
-    let replies: Vec<redis::RedisResult<Option<String>>> = pipe.query_async(&mut conn).await?;
-    let replies = replies
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(PassError::from)?;
-    Ok(replies
-        .chunks(2)
-        .map(|pair| Observed {
-            score: pair[0].as_deref().and_then(|s| s.parse().ok()),
-            version: pair[1].clone(),
-        })
-        .collect())
-}
-
 async fn repair(
-    cache: &Cache,
-    scores_key: &str,
-    versions_key: &str,
+    store: &Store,
+    board: &BoardId,
     repairs: &[Repair<'_>],
     counts: &mut Counts,
 ) -> Result<(), PassError> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for r in repairs {
-        let (mode, expected) = match &r.force_over {
-            Some(v) => ("force", v.as_str()),
-            None => ("normal", ""),
-        };
-        evalsha(&mut pipe, &REPAIR, &[scores_key, versions_key])
-            .arg(&r.row.user_id)
-            .arg(r.row.score)
-            .arg(r.row.version)
-            .arg(mode)
-            .arg(expected);
-    }
-    let mut conn = cache.connection().await?;
-    let replies = send_pipeline(&mut conn, &REPAIR, &pipe).await?;
+    let calls: Vec<inspect::Repair<'_>> = repairs
+        .iter()
+        .map(|r| inspect::Repair {
+            user: &r.row.user_id,
+            score: r.row.score,
+            version: r.row.version,
+            force_over: r.force_over.as_deref(),
+        })
+        .collect();
+    let replies = inspect::repair(store, board, &calls).await?;
     counts.repaired += tally(replies, "repaired", counts);
     Ok(())
 }
@@ -527,41 +455,23 @@ async fn orphans(
 ) -> Result<(), PassError> {
     let Ctx {
         db,
-        cache,
+        store,
         lock,
         options,
     } = ctx;
-    let keys = cache.keys();
-    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
-    let scans = [
-        ("ZSCAN", &scores_key, scan_scores),
-        ("HSCAN", &versions_key, scan_versions),
-    ];
-    for (command, key, _) in scans.into_iter().filter(|(_, _, wanted)| *wanted) {
+    let scans = [(Half::Scores, scan_scores), (Half::Versions, scan_versions)];
+    for (half, _) in scans.into_iter().filter(|(_, wanted)| *wanted) {
         let mut cursor: u64 = 0;
         loop {
-            let mut conn = cache.connection().await?;
-            let (next, items): (u64, Vec<String>) = redis::cmd(command)
-                .arg(key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(options.chunk_size)
-                .query_async(&mut conn)
-                .await?;
-            drop(conn);
-            let members: Vec<String> = items.chunks(2).map(|pair| pair[0].clone()).collect();
-            let observed = observe(
-                cache,
-                &scores_key,
-                &versions_key,
-                members.iter().map(String::as_str),
-            )
-            .await?;
+            let (next, members) =
+                inspect::scan_members(store, board, half, cursor, options.chunk_size).await?;
+            let observed =
+                inspect::observe(store, board, members.iter().map(String::as_str)).await?;
             let existing = source::existing(db, board, &members).await?;
             let mut found: Vec<(&str, String)> = Vec::new();
             for (member, seen) in members.iter().zip(observed) {
                 // In the hash pass, members still in the sorted set were judged in the first.
-                let judged_already = command == "HSCAN" && seen.score.is_some();
+                let judged_already = half == Half::Versions && seen.score.is_some();
                 if existing.contains(member) || judged_already {
                     continue;
                 }
@@ -570,15 +480,7 @@ async fn orphans(
             }
             if options.remove_orphans && !options.dry_run && !found.is_empty() {
                 confirm(lock).await?;
-                let mut pipe = redis::pipe();
-                pipe.ignore_errors();
-                for (member, version) in &found {
-                    evalsha(&mut pipe, &REMOVE_ORPHAN, &[&scores_key, &versions_key])
-                        .arg(*member)
-                        .arg(version);
-                }
-                let mut conn = cache.connection().await?;
-                let replies = send_pipeline(&mut conn, &REMOVE_ORPHAN, &pipe).await?;
+                let replies = inspect::remove_orphans(store, board, &found).await?;
                 counts.removed += tally(replies, "removed", counts);
             }
             cursor = next;

@@ -1,23 +1,25 @@
 //! Online rebuild of one board: build a new generation of its keys from PostgreSQL while
 //! readers keep reading the live one (or PostgreSQL, when the live one is not whole), switch
 //! the two atomically and seal the new one, delete the old one, then run a catch-up pass over
-//! the board.
+//! the board. The Redis side of each step is `ledgerboard_core::projection::generation`; this
+//! file holds the order of the steps, the lock and the catch-up.
 //!
 //! The build's seal (`:m:rebuild`) is written before the first row is read from PostgreSQL.
-//! From then on the projector writes every row to both generations (`lua/project.lua`), and the
-//! build writes each source row only where the new generation holds no newer version
-//! (`lua/rebuild_chunk.lua`). So every version the live generation shows at the switch is in
-//! the new one too: a row projected before the build started was committed before PostgreSQL
-//! was read, and one projected after it reached both. A reader never sees a score go back.
+//! From then on the projector writes every row to both generations
+//! (`crates/core/src/projection/lua/project.lua`), and the build writes each source row only
+//! where the new generation holds no newer version (`lua/rebuild_chunk.lua` next to it). So
+//! every version the live generation shows at the switch is in the new one too: a row
+//! projected before the build started was committed before PostgreSQL was read, and one
+//! projected after it reached both. A reader never sees a score go back.
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::source;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
+use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::generation::Build;
 use serde::Serialize;
 
 use crate::lock::{self, HeldLock};
@@ -46,14 +48,14 @@ pub enum RebuildError {
 
 /// Waits up to `wait` for the reconciler lock (a rebuild and a pass must not overlap).
 async fn acquire(
-    cache: &Cache,
+    store: &Store,
     settings: &Settings,
     wait: Duration,
 ) -> Result<HeldLock, RebuildError> {
     let started = Instant::now();
     loop {
         let r = &settings.reconciler;
-        if let Some(held) = lock::try_acquire(cache, r.lock_ttl(), r.lock_renew())
+        if let Some(held) = lock::try_acquire(store, r.lock_ttl(), r.lock_renew())
             .await
             .map_err(PassError::from)?
         {
@@ -68,61 +70,33 @@ async fn acquire(
 
 pub async fn rebuild(
     db: &Database,
-    cache: &Cache,
+    store: &Store,
     settings: &Settings,
     board: &BoardId,
     wait: Duration,
 ) -> Result<RebuildReport, RebuildError> {
-    let held = acquire(cache, settings, wait).await?;
-    let result = build_and_switch(db, cache, settings, board, &held).await;
+    let held = acquire(store, settings, wait).await?;
+    let result = build_and_switch(db, store, settings, board, &held).await;
     held.release().await;
     result
 }
 
 async fn build_and_switch(
     db: &Database,
-    cache: &Cache,
+    store: &Store,
     settings: &Settings,
     board: &BoardId,
     held: &HeldLock,
 ) -> Result<RebuildReport, RebuildError> {
-    let keys = cache.keys();
-    let (new_scores, new_versions, new_meta) = (
-        keys.rebuild_scores(board),
-        keys.rebuild_versions(board),
-        keys.rebuild_meta(board),
-    );
-    let mut conn = cache.connection().await.map_err(PassError::from)?;
     // The build's seal lives while chunks keep coming; if this process dies, it expires and
     // the projector stops writing the abandoned generation.
     let build_ttl_ms = settings.reconciler.lock_ttl_ms.max(1_000);
-    let generation = uuid::Uuid::new_v4().simple().to_string();
-    let built_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
     // Leftovers of a rebuild that died half-way go first; then the seal that makes the
     // projector write the new generation too, before anything is read from PostgreSQL.
-    redis::pipe()
-        .atomic()
-        .cmd("UNLINK")
-        .arg(&new_scores)
-        .arg(&new_versions)
-        .arg(&new_meta)
-        .ignore()
-        .cmd("HSET")
-        .arg(&new_meta)
-        .arg("gen")
-        .arg(&generation)
-        .arg("built_at")
-        .arg(built_at)
-        .ignore()
-        .cmd("PEXPIRE")
-        .arg(&new_meta)
-        .arg(build_ttl_ms)
-        .ignore()
-        .query_async::<()>(&mut conn)
+    let mut build = Build::begin(store, board, build_ttl_ms)
         .await
         .map_err(PassError::from)?;
+    let generation = build.generation().to_owned();
 
     let started = Instant::now();
     let chunk_size = settings.reconciler.chunk_size;
@@ -136,15 +110,10 @@ async fn build_and_switch(
         if !held.confirm().await {
             return Err(PassError::LockLost.into());
         }
-        let mut call = REBUILD_CHUNK.prepare_invoke();
-        call.key(&new_scores)
-            .key(&new_versions)
-            .key(&new_meta)
-            .arg(build_ttl_ms);
-        for row in &rows {
-            call.arg(&row.user_id).arg(row.score).arg(row.version);
-        }
-        let write = call.invoke_async::<i64>(&mut conn);
+        let write = build.write_chunk(
+            rows.iter()
+                .map(|row| (row.user_id.as_str(), row.score, row.version)),
+        );
         let next = async {
             match rows.last() {
                 Some(last) if rows.len() == chunk_size => {
@@ -163,34 +132,16 @@ async fn build_and_switch(
     if !held.confirm().await {
         return Err(PassError::LockLost.into());
     }
-    let (retired_scores, retired_versions) =
-        (keys.retired_scores(board), keys.retired_versions(board));
-    let (live_scores, live_versions) = (keys.scores(board), keys.versions(board));
     // A board with no source rows is switched but not sealed: reads of a board that does not
     // exist must leave nothing behind in Redis.
-    let seal = if rows_read > 0 { "seal" } else { "unseal" };
-    let _: String = SWITCH_GENERATION
-        .key(&live_scores)
-        .key(&live_versions)
-        .key(&new_scores)
-        .key(&new_versions)
-        .key(&retired_scores)
-        .key(&retired_versions)
-        .key(keys.meta(board))
-        .key(&new_meta)
-        .arg(seal)
-        .invoke_async(&mut conn)
+    let unlinked = build
+        .switch(store, rows_read > 0)
         .await
         .map_err(PassError::from)?;
-    // UNLINK frees a large set off Redis's main thread. The new generation is live already:
-    // a failure here leaves garbage, not a wrong board, so the catch-up still runs.
-    let unlinked: redis::RedisResult<i64> = redis::cmd("UNLINK")
-        .arg(&retired_scores)
-        .arg(&retired_versions)
-        .query_async(&mut conn)
-        .await;
+    // The new generation is live already: a failure to delete the retired one leaves
+    // garbage, not a wrong board, so the catch-up still runs.
     if let Err(e) = unlinked {
-        tracing::warn!(error = %e, key = retired_scores, "could not delete the retired generation; the next rebuild of this board replaces it");
+        tracing::warn!(error = %e, key = store.keys().retired_scores(board), "could not delete the retired generation; the next rebuild of this board replaces it");
     }
     tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = rows_read > 0, "rebuilt generation is live; catching up");
     let rows_written = rows_read;
@@ -200,7 +151,7 @@ async fn build_and_switch(
         board: Some(board.clone()),
         ..PassOptions::from_settings(&settings.reconciler)
     };
-    let catch_up = run_pass(db, cache, Some(held), &options).await;
+    let catch_up = run_pass(db, store, Some(held), &options).await;
     catch_up.log();
     Ok(RebuildReport {
         board: board.to_string(),

@@ -1,6 +1,6 @@
 //! What a pass found and did, per board and in total.
 
-use ledgerboard_core::domain::Classification;
+use crate::classify::Classification;
 use ledgerboard_core::telemetry::metrics::metrics;
 use opentelemetry::KeyValue;
 use serde::Serialize;

@@ -1,15 +1,16 @@
 //! Rebuilds that readers and projectors asked for: a board whose projection a read found
 //! without a whole seal (lost, evicted, edited, never built) is added to the rebuild requests
-//! (`keys.rs`); the reconciler that holds the lock rebuilds the requested boards one at a
-//! time, between passes, and removes each request once its board is sealed.
+//! (`projection/keys.rs`); the reconciler that holds the lock rebuilds the requested boards
+//! one at a time, between passes, and removes each request once its board is sealed. Reading
+//! and removing requests are `projection::generation::{requested, forget_request}`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::{ReadModelError, Store, generation};
 use ledgerboard_core::telemetry::metrics::metrics;
 use opentelemetry::KeyValue;
 
@@ -34,16 +35,10 @@ impl Requests {
     pub async fn serve(
         &mut self,
         db: &Database,
-        cache: &Cache,
+        store: &Store,
         settings: &Settings,
-    ) -> Result<usize, CacheError> {
-        let key = cache.keys().rebuild_requests();
-        let mut conn = cache.connection().await?;
-        let boards: Vec<String> = redis::cmd("SRANDMEMBER")
-            .arg(&key)
-            .arg(PER_ROUND)
-            .query_async(&mut conn)
-            .await?;
+    ) -> Result<usize, ReadModelError> {
+        let boards = generation::requested(store, PER_ROUND).await?;
         self.failed.retain(|_, at| at.elapsed() < RETRY_AFTER);
         let mut rebuilt = 0;
         for name in boards {
@@ -52,21 +47,13 @@ impl Requests {
             }
             let Ok(board) = BoardId::parse(&name) else {
                 // Only valid board ids are ever requested; anything else was written by hand.
-                let _: i64 = redis::cmd("SREM")
-                    .arg(&key)
-                    .arg(&name)
-                    .query_async(&mut conn)
-                    .await?;
+                generation::forget_request(store, &name).await?;
                 continue;
             };
             let started = Instant::now();
-            match rebuild(db, cache, settings, &board, Duration::ZERO).await {
+            match rebuild(db, store, settings, &board, Duration::ZERO).await {
                 Ok(report) => {
-                    let _: i64 = redis::cmd("SREM")
-                        .arg(&key)
-                        .arg(&name)
-                        .query_async(&mut conn)
-                        .await?;
+                    generation::forget_request(store, &name).await?;
                     metrics()
                         .reconciler_rebuilds
                         .add(1, &[KeyValue::new("outcome", "done")]);

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::keys::cluster_slot;
+use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_reconciler::pass::PassOptions;
 use ledgerboard_reconciler::{Reconciler, rebuild};

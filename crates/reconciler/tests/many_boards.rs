@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
@@ -25,7 +25,7 @@ const REPLICAS: usize = 2;
 
 /// The same boards read back from Redis, 500 boards per pipeline.
 async fn projection(
-    cache: &Cache,
+    cache: &Store,
     boards: &[String],
 ) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
     let mut conn = cache.connection().await.expect("redis");

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, ScoreCommand, UserId};
-use ledgerboard_core::scripts::{REPAIR, evalsha, send_pipeline};
+use ledgerboard_core::projection::scripts::{REPAIR, evalsha, send_pipeline};
 use ledgerboard_projector::Projector;
 use tokio_util::sync::CancellationToken;
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::RedisSettings;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::keys::cluster_slot;
+use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_testkit::{
     Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate, source_boards,
@@ -90,7 +90,7 @@ async fn outbox_unpublished(db: &TestDb) -> (i64, i64) {
 }
 
 /// user → (score, version) of every board, read back through the cluster.
-async fn projection(cache: &Cache) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
+async fn projection(cache: &Store) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
     let mut conn = cache.connection().await.expect("cluster connection");
     let mut boards = BTreeMap::new();
     for i in 0..BOARDS {
@@ -259,7 +259,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     let promoted = cluster.failover().expect("failover");
     wait_for(&accepted, accepted.load(Ordering::Relaxed) + PHASE);
     let hot_slot = cluster_slot(
-        &ledgerboard_core::keys::KeyLayout::new(&stack.redis.namespace)
+        &ledgerboard_core::projection::KeyLayout::new(&stack.redis.namespace)
             .scores(&BoardId::parse(&board(0)).expect("board")),
     );
     cluster.migrate_slot(hot_slot).expect("slot migration");
@@ -285,7 +285,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let cache = Cache::connect(&stack.redis).expect("cluster client");
+    let cache = Store::connect(&stack.redis).expect("cluster client");
     let expected = source_boards(&stack.db.client().await).await;
     assert_eq!(expected.len(), BOARDS as usize);
     let projected = projection(&cache).await;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::keys::KeyLayout;
+use ledgerboard_core::projection::KeyLayout;
 use ledgerboard_testkit::{
     Process, RedisServer, Scrape, TestDb, TestRedis, daemon_env, free_port, http_request,
     http_request_with_headers, migrate, workspace_binary,

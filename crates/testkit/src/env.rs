@@ -1,15 +1,15 @@
 //! A whole test environment: a database (migrated) and a Redis namespace of the test's own,
 //! settings pointing at both, bulk seeding of the outbox, and both sides of the projection
-//! read back for comparison.
+//! read back for comparison (Redis through the same read as the chaos check's).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::{TestDb, TestRedis};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::{Store, inspect};
 
 pub struct TestEnv {
     pub db: TestDb,
@@ -46,8 +46,8 @@ impl TestEnv {
         Database::connect(&self.settings.database, "projector-test").expect("pool")
     }
 
-    pub fn cache(&self) -> Cache {
-        Cache::connect(&self.settings.redis).expect("redis pool")
+    pub fn cache(&self) -> Store {
+        Store::connect(&self.settings.redis).expect("redis pool")
     }
 
     /// See [`crate::seed_outbox`].
@@ -70,36 +70,64 @@ impl TestEnv {
             .collect()
     }
 
-    /// user → (score, version) in Redis; a member missing from either key shows as -1.
+    /// user → (score, version) in Redis, read by the one whole-board read the chaos check uses
+    /// too (`projection::inspect::board_members`); a member missing from either key shows as -1
+    /// there. Panics, naming Redis, on a score that is not an exact integer or a version that
+    /// is not one: compared with [`Self::source`], such a member must fail, never round to
+    /// the source's value.
     pub async fn projection(&self, board: &str) -> BTreeMap<String, (i64, i64)> {
-        let cache = self.cache();
-        let keys = cache.keys().clone();
+        let store = self.cache();
         let board = BoardId::parse(board).expect("board");
-        let mut conn = cache.connection().await.expect("redis");
-        let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(keys.scores(&board))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
+        let (_, members) = inspect::board_members(&store, &board)
             .await
-            .expect("ZRANGE");
-        let versions: BTreeMap<String, i64> = redis::cmd("HGETALL")
-            .arg(keys.versions(&board))
-            .query_async(&mut conn)
-            .await
-            .expect("HGETALL");
-        let mut out: BTreeMap<String, (i64, i64)> = scores
+            .unwrap_or_else(|e| panic!("reading board {board} from Redis: {e}"));
+        members
             .into_iter()
-            .map(|(u, s)| {
-                let v = versions.get(&u).copied().unwrap_or(-1);
-                (u, (s as i64, v))
+            .map(|(user, seen)| {
+                let score = seen.score.map_or(-1, |s| {
+                    inspect::exact_score(s).unwrap_or_else(|| {
+                        panic!("Redis holds score {s} for {user} on board {board}: not an integer")
+                    })
+                });
+                let version = seen.version.as_deref().map_or(-1, |v| {
+                    v.parse().unwrap_or_else(|_| {
+                        panic!(
+                            "Redis holds version {v:?} for {user} on board {board}: not an integer"
+                        )
+                    })
+                });
+                (user, (score, version))
+            })
+            .collect()
+    }
+
+    /// Asserts that Redis holds `board` exactly as PostgreSQL does; the message names each
+    /// side's store and lists the members that differ.
+    pub async fn assert_projection_matches_source(&self, board: &str) {
+        let (source, projection) = (self.source(board).await, self.projection(board).await);
+        if source == projection {
+            return;
+        }
+        let users: std::collections::BTreeSet<&String> =
+            source.keys().chain(projection.keys()).collect();
+        let differ: Vec<String> = users
+            .into_iter()
+            .filter(|u| source.get(*u) != projection.get(*u))
+            .take(20)
+            .map(|u| {
+                format!(
+                    "{u}: PostgreSQL {:?}, Redis {:?}",
+                    source.get(u),
+                    projection.get(u)
+                )
             })
             .collect();
-        for (u, v) in versions {
-            out.entry(u).or_insert((-1, v));
-        }
-        out
+        panic!(
+            "board {board}: Redis (projection, {} members) differs from PostgreSQL (source, {} members); (score, version) of the first members that differ:\n{}",
+            projection.len(),
+            source.len(),
+            differ.join("\n")
+        );
     }
 
     /// (pending, parked, published) outbox rows.
@@ -160,5 +188,72 @@ impl TestEnv {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ledgerboard_core::domain::BoardId;
+
+    use super::TestEnv;
+
+    /// Writes `user`'s score and version straight into Redis.
+    async fn redis_member(env: &TestEnv, user: &str, score: f64, version: i64) {
+        let store = env.cache();
+        let board = BoardId::parse("b").expect("board");
+        let mut conn = store.connection().await.expect("redis");
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(store.keys().scores(&board))
+            .arg(score)
+            .arg(user)
+            .ignore()
+            .cmd("HSET")
+            .arg(store.keys().versions(&board))
+            .arg(user)
+            .arg(version)
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await
+            .expect("write the member");
+    }
+
+    /// A score with a fraction in Redis never reads as its source's integer: the read fails and
+    /// names Redis. Broken once: with the former `s as i64`, Redis's 10.5 read as 10 and the
+    /// comparison with PostgreSQL's 10 passed.
+    #[tokio::test]
+    async fn a_fractional_score_in_redis_fails_the_read_and_names_redis() {
+        let env = Arc::new(TestEnv::new(|_| {}).await);
+        env.db
+            .client()
+            .await
+            .execute(
+                "INSERT INTO user_scores (board_id, user_id, score, version) VALUES ('b', 'u1', 10, 1)",
+                &[],
+            )
+            .await
+            .expect("source row");
+        redis_member(&env, "u1", 10.5, 1).await;
+        let read = tokio::spawn({
+            let env = env.clone();
+            async move { env.projection("b").await }
+        })
+        .await;
+        let panic = read.expect_err("a score of 10.5 must not read as an integer");
+        let message = panic
+            .into_panic()
+            .downcast::<String>()
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert!(
+            message.contains("Redis holds score 10.5 for u1"),
+            "{message:?}"
+        );
+
+        // The same member at the source's exact score compares equal.
+        redis_member(&env, "u1", 10.0, 1).await;
+        env.assert_projection_matches_source("b").await;
     }
 }

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use ledgerboard_core::cache::CacheError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
 use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
-use ledgerboard_core::projection_read::{self, Seal, Sealed};
+use ledgerboard_core::projection::ReadModelError;
+use ledgerboard_core::projection::read::{self, Seal, Sealed};
 use ledgerboard_core::telemetry::metrics::metrics;
 use opentelemetry::KeyValue;
 use serde::{Deserialize, Serialize};
@@ -119,7 +119,7 @@ async fn read<T>(
     state: &AppState,
     board: &BoardId,
     consistency: Consistency,
-    from_projection: impl AsyncFnOnce() -> Result<Sealed<T>, CacheError>,
+    from_projection: impl AsyncFnOnce() -> Result<Sealed<T>, ReadModelError>,
     from_database: impl AsyncFnOnce() -> Result<T, StoreError>,
     accept: impl FnOnce(&T) -> bool,
     has_members: impl Fn(&T) -> bool,
@@ -276,7 +276,7 @@ pub async fn user(
         &state,
         &board,
         q.consistency,
-        async || projection_read::member(&state.cache, &board, &user).await,
+        async || read::member(&state.cache, &board, &user).await,
         async || reads::member(&state.read_db, &board, &user).await,
         accept,
         Option::is_some,
@@ -324,7 +324,7 @@ pub async fn around(
         &state,
         &board,
         q.consistency,
-        async || projection_read::around(&state.cache, &board, &user, radius).await,
+        async || read::around(&state.cache, &board, &user, radius).await,
         async || reads::around(&state.read_db, &board, &user, radius).await,
         |_| true,
         Option::is_some,

@@ -8,17 +8,17 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::TestEnv;
 use serde_json::Value;
 use tower::ServiceExt;
 
 pub fn app_with(settings: &Settings) -> Router {
     let db = Database::connect(&settings.database, "api-test").expect("pool");
-    let cache = Cache::connect(&settings.redis).expect("redis pool");
+    let cache = Store::connect(&settings.redis).expect("redis pool");
     router(AppState::new(db, cache, settings), &settings.api)
 }
 

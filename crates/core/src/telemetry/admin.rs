@@ -22,8 +22,8 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::Cache;
 use crate::db::Database;
+use crate::projection::Store;
 
 /// Bound on each readiness check: keep a probe's `timeoutSeconds` above it.
 const CHECK_TIMEOUT: Duration = Duration::from_millis(1_000);
@@ -33,13 +33,13 @@ const CHECK_TIMEOUT: Duration = Duration::from_millis(1_000);
 pub struct Health {
     registry: prometheus::Registry,
     db: Database,
-    cache: Cache,
+    cache: Store,
     redis_required: bool,
     lock_held: Option<Arc<AtomicBool>>,
 }
 
 impl Health {
-    pub fn new(registry: prometheus::Registry, db: Database, cache: Cache) -> Self {
+    pub fn new(registry: prometheus::Registry, db: Database, cache: Store) -> Self {
         Self {
             registry,
             db,

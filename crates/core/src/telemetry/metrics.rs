@@ -30,8 +30,6 @@ pub struct Metrics {
     // Stores, all daemons.
     /// One PostgreSQL round trip (or a projector's claim / record step), by `op`.
     pub db_call_duration: Histogram<f64>,
-    /// One Redis command or pipeline, by `command` (`pipeline` for pipelines).
-    pub redis_call_duration: Histogram<f64>,
 
     // The outbox, sampled from PostgreSQL by every daemon.
     pub outbox_pending: Gauge<i64>,
@@ -127,10 +125,6 @@ impl Metrics {
             db_call_duration: latency(
                 "ledgerboard.db.call.duration",
                 "PostgreSQL round trips by operation",
-            ),
-            redis_call_duration: latency(
-                "ledgerboard.redis.call.duration",
-                "Redis commands and pipelines by command",
             ),
             outbox_pending: m
                 .i64_gauge("ledgerboard.outbox.pending")

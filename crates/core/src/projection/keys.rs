@@ -20,7 +20,7 @@
 //! `card`: then it holds every member PostgreSQL had when it was built, plus every row projected
 //! since. Only a rebuild seals a board. An empty Redis, a board whose keys were deleted or
 //! evicted, or a member added or removed by hand, all break the seal, and readers see it in the
-//! same round trip as their answer (`projection_read.rs`).
+//! same round trip as their answer (`read.rs`).
 //!
 //! Every key of one board carries the board id as its hash tag (`{<board>}`), so a script call
 //! that touches several of them stays within one Redis Cluster slot. Board ids are validated

@@ -6,9 +6,9 @@
 //! keys were deleted, evicted or edited, is seen by the very read that would have shown it,
 //! at no extra round trip.
 
-use crate::cache::{Cache, CacheError};
+use super::keys::KeyLayout;
+use super::{ReadModelError, Store};
 use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
-use crate::keys::KeyLayout;
 
 /// What the board's seal said about the keys an answer was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,10 +53,10 @@ pub fn seal(card: Option<String>, zcard: u64, hlen: u64) -> Seal {
 
 /// The board's seal alone (the reconciler's walk asks, so that boards nobody reads or writes
 /// are rebuilt too).
-pub async fn board_seal(cache: &Cache, board: &BoardId) -> Result<Seal, CacheError> {
-    let mut conn = cache.connection().await?;
+pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadModelError> {
+    let mut conn = store.connection().await?;
     let mut pipe = redis::pipe();
-    with_seal(&mut pipe, cache.keys(), board);
+    with_seal(&mut pipe, store.keys(), board);
     let (card, zcard, hlen): (Option<String>, u64, u64) = pipe.query_async(&mut conn).await?;
     Ok(seal(card, zcard, hlen))
 }
@@ -75,13 +75,13 @@ fn ranked(start: u64, pairs: Vec<(String, f64)>) -> Vec<RankedEntry> {
 }
 
 async fn range(
-    cache: &Cache,
+    store: &Store,
     board: &BoardId,
     start: u64,
     stop: u64,
-) -> Result<Sealed<Vec<RankedEntry>>, CacheError> {
-    let mut conn = cache.connection().await?;
-    let keys = cache.keys();
+) -> Result<Sealed<Vec<RankedEntry>>, ReadModelError> {
+    let mut conn = store.connection().await?;
+    let keys = store.keys();
     let mut pipe = redis::pipe();
     with_seal(&mut pipe, keys, board);
     pipe.cmd("ZRANGE")
@@ -99,22 +99,22 @@ async fn range(
 }
 
 pub async fn top(
-    cache: &Cache,
+    store: &Store,
     board: &BoardId,
     offset: u64,
     limit: u64,
-) -> Result<Sealed<Vec<RankedEntry>>, CacheError> {
+) -> Result<Sealed<Vec<RankedEntry>>, ReadModelError> {
     // limit 0 is refused by every caller; reading no entry still reads the seal.
-    range(cache, board, offset, (offset + limit).saturating_sub(1)).await
+    range(store, board, offset, (offset + limit).saturating_sub(1)).await
 }
 
 pub async fn member(
-    cache: &Cache,
+    store: &Store,
     board: &BoardId,
     user: &UserId,
-) -> Result<Sealed<Option<MemberStanding>>, CacheError> {
-    let mut conn = cache.connection().await?;
-    let keys = cache.keys();
+) -> Result<Sealed<Option<MemberStanding>>, ReadModelError> {
+    let mut conn = store.connection().await?;
+    let keys = store.keys();
     // MULTI/EXEC: no projection script runs between the reads, so seal, score, rank and
     // version belong together.
     let mut pipe = redis::pipe();
@@ -155,12 +155,12 @@ pub async fn member(
 /// The member, then the page around it: two round trips, each with the seal; the answer is
 /// whole only if both reads found the board whole.
 pub async fn around(
-    cache: &Cache,
+    store: &Store,
     board: &BoardId,
     user: &UserId,
     radius: u64,
-) -> Result<Sealed<Option<Vec<RankedEntry>>>, CacheError> {
-    let me = member(cache, board, user).await?;
+) -> Result<Sealed<Option<Vec<RankedEntry>>>, ReadModelError> {
+    let me = member(store, board, user).await?;
     let Some(standing) = me.value else {
         return Ok(Sealed {
             value: None,
@@ -168,7 +168,7 @@ pub async fn around(
         });
     };
     let index = standing.rank - 1;
-    let page = range(cache, board, index.saturating_sub(radius), index + radius).await?;
+    let page = range(store, board, index.saturating_sub(radius), index + radius).await?;
     Ok(Sealed {
         value: Some(page.value),
         seal: if me.seal == Seal::Whole {

@@ -1,47 +1,45 @@
 //! The Redis connections shared by the daemons, with connect and response timeouts on every
 //! one, so a stalled Redis turns into an error rather than a hang: a bounded pool for a single
-//! server, or one multiplexed connection to a Redis Cluster (`cluster.rs`).
+//! server, or one multiplexed connection to a Redis Cluster (`cluster.rs`). Every call is
+//! timed into `metrics.rs`.
 
 use std::time::Instant;
 
 use deadpool_redis::{Manager, Pool, Runtime};
-use opentelemetry::KeyValue;
 use redis::aio::ConnectionLike;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 
+use super::cluster::{self, ClusterLink};
+use super::keys::KeyLayout;
+use super::metrics::{command_label, record};
 use crate::config::{RedisSettings, redact_url};
-use crate::keys::KeyLayout;
-
-mod cluster;
-
-pub use cluster::ClusterLink;
 
 #[derive(Debug, thiserror::Error)]
-pub enum CacheError {
+pub enum ReadModelError {
     #[error("redis unavailable: {0}")]
     Unavailable(String),
     #[error("redis error: {0}")]
     Redis(redis::RedisError),
     /// The error of a read shared by several requests (the api's coalesced reads).
     #[error(transparent)]
-    Shared(std::sync::Arc<CacheError>),
+    Shared(std::sync::Arc<ReadModelError>),
 }
 
-impl From<redis::RedisError> for CacheError {
+impl From<redis::RedisError> for ReadModelError {
     fn from(err: redis::RedisError) -> Self {
-        CacheError::Redis(err)
+        ReadModelError::Redis(err)
     }
 }
 
-impl From<deadpool_redis::PoolError> for CacheError {
+impl From<deadpool_redis::PoolError> for ReadModelError {
     fn from(err: deadpool_redis::PoolError) -> Self {
-        CacheError::Unavailable(err.to_string())
+        ReadModelError::Unavailable(err.to_string())
     }
 }
 
-/// Redis connections and the key layout of this deployment's namespace.
+/// The read model's Redis connections and the key layout of this deployment's namespace.
 #[derive(Clone)]
-pub struct Cache {
+pub struct Store {
     backend: Backend,
     keys: KeyLayout,
     url_for_logs: String,
@@ -53,9 +51,9 @@ enum Backend {
     Cluster(std::sync::Arc<cluster::ClusterBackend>),
 }
 
-impl Cache {
+impl Store {
     /// Builds the pool (or the cluster client); connections open on first use.
-    pub fn connect(settings: &RedisSettings) -> Result<Self, CacheError> {
+    pub fn connect(settings: &RedisSettings) -> Result<Self, ReadModelError> {
         let url_for_logs = settings
             .seed_urls()
             .into_iter()
@@ -83,7 +81,7 @@ impl Cache {
             .create_timeout(Some(settings.connect_timeout()))
             .recycle_timeout(Some(settings.response_timeout()))
             .build()
-            .map_err(|e| CacheError::Unavailable(e.to_string()))?;
+            .map_err(|e| ReadModelError::Unavailable(e.to_string()))?;
         Ok(Self {
             backend: Backend::Single(pool),
             keys,
@@ -94,7 +92,7 @@ impl Cache {
     /// A connection whose every command and pipeline is timed into
     /// `ledgerboard_redis_call_duration_seconds`: a pooled one, or a handle on the shared
     /// cluster connection.
-    pub async fn connection(&self) -> Result<TimedConnection, CacheError> {
+    pub async fn connection(&self) -> Result<TimedConnection, ReadModelError> {
         Ok(TimedConnection(match &self.backend {
             Backend::Single(pool) => Link::Single(pool.get().await?),
             Backend::Cluster(cluster) => Link::Cluster(cluster.link().await?),
@@ -108,7 +106,7 @@ impl Cache {
     /// Sends `cmd` to every primary (the one server outside cluster mode) and returns each
     /// one's reply with the node's address: for what is per node, such as configuration,
     /// memory and the key space.
-    pub async fn on_each_primary(&self, cmd: Cmd) -> Result<Vec<(String, Value)>, CacheError> {
+    pub async fn on_each_primary(&self, cmd: Cmd) -> Result<Vec<(String, Value)>, ReadModelError> {
         let mut conn = self.connection().await?;
         match &mut conn.0 {
             Link::Single(single) => {
@@ -120,7 +118,7 @@ impl Cache {
     }
 
     /// Sends `cmd` to one node named by [`Self::on_each_primary`].
-    pub async fn on_node(&self, node: &str, cmd: Cmd) -> Result<Value, CacheError> {
+    pub async fn on_node(&self, node: &str, cmd: Cmd) -> Result<Value, ReadModelError> {
         let mut conn = self.connection().await?;
         match &mut conn.0 {
             Link::Single(single) => Ok(cmd.query_async(single).await?),
@@ -130,7 +128,7 @@ impl Cache {
 
     /// Every key matching `pattern` (SCAN on each primary; for operators' tools and tests, never
     /// on a request path).
-    pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>, CacheError> {
+    pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>, ReadModelError> {
         let mut found = Vec::new();
         for (node, _) in self.on_each_primary(redis::cmd("PING")).await? {
             let mut cursor: u64 = 0;
@@ -155,6 +153,21 @@ impl Cache {
         Ok(found)
     }
 
+    /// Deletes every key matching `pattern` (found by [`Self::scan_keys`]) with UNLINK, 500 a
+    /// call, and answers how many: for operators' tools and tests cleaning up a namespace of
+    /// their own, never on a request path.
+    pub async fn unlink_matching(&self, pattern: &str) -> Result<usize, ReadModelError> {
+        let keys = self.scan_keys(pattern).await?;
+        let mut conn = self.connection().await?;
+        for chunk in keys.chunks(500) {
+            let _: i64 = redis::cmd("UNLINK")
+                .arg(chunk)
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(keys.len())
+    }
+
     pub fn keys(&self) -> &KeyLayout {
         &self.keys
     }
@@ -164,7 +177,7 @@ impl Cache {
     }
 
     /// One PING through the pool, within the configured bounds.
-    pub async fn ping(&self) -> Result<(), CacheError> {
+    pub async fn ping(&self) -> Result<(), ReadModelError> {
         let mut conn = self.connection().await?;
         let _: String = redis::cmd("PING").query_async(&mut conn).await?;
         Ok(())
@@ -233,72 +246,5 @@ impl ConnectionLike for TimedConnection {
 
     fn get_db(&self) -> i64 {
         self.0.get_db()
-    }
-}
-
-fn record(command: &'static str, started: Instant) {
-    crate::telemetry::metrics::metrics()
-        .redis_call_duration
-        .record(
-            started.elapsed().as_secs_f64(),
-            &[KeyValue::new("command", command)],
-        );
-}
-
-/// The commands ledgerboard sends, as a label; anything else is `other`, so the label's
-/// values stay a short fixed list.
-const KNOWN_COMMANDS: &[&str] = &[
-    "CONFIG",
-    "DEL",
-    "EVAL",
-    "EVALSHA",
-    "EXISTS",
-    "GET",
-    "HGET",
-    "HLEN",
-    "HMGET",
-    "HSCAN",
-    "HSET",
-    "INFO",
-    "PEXPIRE",
-    "PING",
-    "SADD",
-    "SCAN",
-    "SCRIPT",
-    "SET",
-    "SRANDMEMBER",
-    "SREM",
-    "TYPE",
-    "UNLINK",
-    "ZADD",
-    "ZCARD",
-    "ZRANGE",
-    "ZREVRANGE",
-    "ZREVRANK",
-    "ZSCAN",
-    "ZSCORE",
-];
-
-fn command_label(cmd: &Cmd) -> &'static str {
-    let Some(redis::Arg::Simple(name)) = cmd.args_iter().next() else {
-        return "other";
-    };
-    KNOWN_COMMANDS
-        .iter()
-        .find(|known| known.as_bytes().eq_ignore_ascii_case(name))
-        .copied()
-        .unwrap_or("other")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commands_are_labelled_from_a_fixed_list() {
-        assert_eq!(command_label(&redis::cmd("zrevrange")), "ZREVRANGE");
-        assert_eq!(command_label(&redis::cmd("EVALSHA")), "EVALSHA");
-        assert_eq!(command_label(&redis::cmd("FLUSHALL")), "other");
-        assert_eq!(command_label(&Cmd::new()), "other");
     }
 }

@@ -1,4 +1,3 @@
-#!lua
 -- Sets one member of a board's projection to its source score and version (the reconciler's
 -- repair), without ever overwriting a newer version the projector wrote meanwhile.
 --
@@ -9,15 +8,8 @@
 -- ARGV[5] force mode: the observed stored version ('' for none)
 --
 -- Answers 'repaired', 'current' (nothing to do any more) or 'skipped' (the projection moved
--- on since it was observed). Fail-closed on wrong-typed keys, like project.lua.
-
-local function wrong_type(key, expected)
-  local actual = redis.call('TYPE', key)['ok']
-  if actual ~= 'none' and actual ~= expected then
-    return 'LBWRONGTYPE ' .. key .. ' is a ' .. actual .. ', expected a ' .. expected
-  end
-  return nil
-end
+-- on since it was observed). Fail-closed on wrong-typed keys, like project.lua. Sent after
+-- prelude.lua (scripts.rs): its `#!lua` line and `wrong_type`.
 
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
 if problem then

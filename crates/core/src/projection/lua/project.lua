@@ -1,6 +1,6 @@
-#!lua
--- Applies one outbox row to a board's projection. The `#!lua` line (Redis 7) makes Redis refuse
--- the whole call with OOM before it runs when memory is full, so no call ever writes half.
+-- Applies one outbox row to a board's projection. Sent after prelude.lua (scripts.rs), which
+-- gives it its `#!lua` line (Redis refuses the whole call with OOM before it runs when memory is
+-- full, so no call ever writes half) and `wrong_type`.
 --
 -- KEYS[1] event marker     (string, with a TTL)
 -- KEYS[2] board scores     (sorted set: member user id, score the absolute score)
@@ -15,14 +15,6 @@
 -- a rebuild before readers may trust it), 'duplicate' (this event was applied before) or
 -- 'stale' (the projection already holds this version or a newer one). Fail-closed: a key of
 -- the wrong type, or a stored version that is not a number, is an error before any write.
-
-local function wrong_type(key, expected)
-  local actual = redis.call('TYPE', key)['ok']
-  if actual ~= 'none' and actual ~= expected then
-    return 'LBWRONGTYPE ' .. key .. ' is a ' .. actual .. ', expected a ' .. expected
-  end
-  return nil
-end
 
 local problem = wrong_type(KEYS[1], 'string') or wrong_type(KEYS[2], 'zset')
   or wrong_type(KEYS[3], 'hash') or wrong_type(KEYS[4], 'hash')

@@ -27,9 +27,9 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo, SingleNodeRou
 use redis::{Arg, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
-use super::CacheError;
+use super::ReadModelError;
+use super::keys::cluster_slot_bytes;
 use crate::config::RedisSettings;
-use crate::keys::cluster_slot_bytes;
 
 /// The cluster client and its connection, opened on first use (like the single-server pool,
 /// so a daemon starts while Redis is still coming up).
@@ -40,7 +40,7 @@ pub(super) struct ClusterBackend {
 }
 
 impl ClusterBackend {
-    pub(super) fn new(settings: &RedisSettings) -> Result<Self, CacheError> {
+    pub(super) fn new(settings: &RedisSettings) -> Result<Self, ReadModelError> {
         let client = ClusterClientBuilder::new(settings.seed_urls())
             .connection_timeout(settings.connect_timeout())
             // Per attempt and overall (redirects and retries included): one call never takes
@@ -55,7 +55,7 @@ impl ClusterBackend {
         })
     }
 
-    pub(super) async fn link(&self) -> Result<ClusterLink, CacheError> {
+    pub(super) async fn link(&self) -> Result<ClusterLink, ReadModelError> {
         let conn = self
             .connection
             .get_or_try_init(|| async {
@@ -63,8 +63,8 @@ impl ClusterBackend {
                     .await
                 {
                     Ok(Ok(conn)) => Ok(conn),
-                    Ok(Err(e)) => Err(CacheError::Unavailable(format!("redis cluster: {e}"))),
-                    Err(_) => Err(CacheError::Unavailable(format!(
+                    Ok(Err(e)) => Err(ReadModelError::Unavailable(format!("redis cluster: {e}"))),
+                    Err(_) => Err(ReadModelError::Unavailable(format!(
                         "redis cluster: no connection within {} ms",
                         self.open_timeout.as_millis()
                     ))),

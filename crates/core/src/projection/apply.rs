@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult};
 
-use crate::cache::{Cache, CacheError};
-use crate::domain::ProjectionEntry;
-use crate::keys::KeyLayout;
-use crate::scripts::{PROJECT, evalsha, send_pipeline};
+use super::keys::KeyLayout;
+use super::scripts::{PROJECT, evalsha, send_pipeline};
+use super::{ReadModelError, Store};
+use crate::domain::{BoardId, ProjectionEntry};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowOutcome {
@@ -32,8 +32,8 @@ pub enum RowOutcome {
 #[error("redis outage: {0}")]
 pub struct Outage(pub String);
 
-impl From<CacheError> for Outage {
-    fn from(err: CacheError) -> Self {
+impl From<ReadModelError> for Outage {
+    fn from(err: ReadModelError) -> Self {
         Outage(err.to_string())
     }
 }
@@ -45,18 +45,18 @@ impl From<CacheError> for Outage {
 /// without a seal (a new board, or one whose projection was lost) adds the board to the
 /// rebuild requests, so the reconciler rebuilds and seals it even if nobody reads it.
 pub async fn apply_batch(
-    cache: &Cache,
+    store: &Store,
     entries: &[ProjectionEntry],
     marker_ttl: Duration,
 ) -> Result<Vec<RowOutcome>, Outage> {
     if entries.is_empty() {
         return Ok(Vec::new());
     }
-    let mut conn = cache.connection().await?;
+    let mut conn = store.connection().await?;
     let ttl_ms = marker_ttl.as_millis().max(1).to_string();
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    let keys = cache.keys();
+    let keys = store.keys();
     for e in entries {
         let b = &e.board;
         let row_keys = [
@@ -95,6 +95,13 @@ pub async fn apply_batch(
         }
     }
     replies.into_iter().map(outcome).collect()
+}
+
+/// [`request_rebuilds`] of one board, on a connection of its own (a reader's or the
+/// reconciler's walk's request).
+pub async fn request_rebuild(store: &Store, board: &BoardId) -> Result<(), ReadModelError> {
+    let mut conn = store.connection().await?;
+    Ok(request_rebuilds(&mut conn, store.keys(), &[board.as_str()]).await?)
 }
 
 /// Adds `boards` to the rebuild requests (`keys.rs`) that the reconciler works through.

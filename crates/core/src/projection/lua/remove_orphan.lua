@@ -1,4 +1,3 @@
-#!lua
 -- Removes a member that has no source row (an orphan) from a board's projection, unless its
 -- stored version changed since the reconciler observed it (the projector wrote it meanwhile,
 -- so a source row now exists).
@@ -7,13 +6,12 @@
 -- ARGV[1] user id, ARGV[2] the observed stored version ('' for none)
 --
 -- Answers 'removed', or 'skipped' (changed since observed, or already gone). Fail-closed on
--- wrong-typed keys, like the other scripts.
+-- wrong-typed keys, like the other scripts. Sent after prelude.lua (scripts.rs): its `#!lua`
+-- line and `wrong_type`.
 
-for i, expected in ipairs({'zset', 'hash'}) do
-  local actual = redis.call('TYPE', KEYS[i])['ok']
-  if actual ~= 'none' and actual ~= expected then
-    return redis.error_reply('LBWRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected)
-  end
+local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
+if problem then
+  return redis.error_reply(problem)
 end
 
 local stored = redis.call('HGET', KEYS[2], ARGV[1])

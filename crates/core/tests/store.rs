@@ -1,9 +1,10 @@
-//! The shared Redis pool against the real Redis, and against one that never answers.
+//! The read model's Redis pool (`projection::Store`) against the real Redis, and against one
+//! that never answers.
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{BlackHole, TestRedis};
 
 #[tokio::test]
@@ -14,10 +15,10 @@ async fn pool_reaches_redis_within_its_namespace() {
         namespace: redis.namespace.clone(),
         ..RedisSettings::default()
     };
-    let cache = Cache::connect(&settings).expect("pool");
-    cache.ping().await.expect("PING");
-    let mut conn = cache.connection().await.expect("connection");
-    let key = format!("{}:probe", cache.keys().namespace());
+    let store = Store::connect(&settings).expect("pool");
+    store.ping().await.expect("PING");
+    let mut conn = store.connection().await.expect("connection");
+    let key = format!("{}:probe", store.keys().namespace());
     let _: () = redis::cmd("SET")
         .arg(&key)
         .arg("1")
@@ -36,9 +37,9 @@ async fn a_silent_redis_fails_within_the_timeouts() {
         response_timeout_ms: 300,
         ..RedisSettings::default()
     };
-    let cache = Cache::connect(&settings).expect("pool");
+    let store = Store::connect(&settings).expect("pool");
     let started = Instant::now();
-    let result = tokio::time::timeout(Duration::from_secs(10), cache.ping())
+    let result = tokio::time::timeout(Duration::from_secs(10), store.ping())
         .await
         .expect("no hang past 10 s");
     assert!(result.is_err(), "a black hole cannot answer PING");

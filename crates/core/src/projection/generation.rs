@@ -1,0 +1,162 @@
+//! A rebuild's Redis side: a new generation of a board's keys (`:z:rebuild`, `:v:rebuild`,
+//! sealed by `:m:rebuild` while it is built), written chunk by chunk, then switched live in
+//! one atomic step and sealed; and the rebuild requests that readers and projectors leave for
+//! the reconciler. When to rebuild, under which lock, and the catch-up pass are the
+//! reconciler's (`crates/reconciler/src/rebuild.rs`).
+//!
+//! The build's seal is written before the builder reads its first row from PostgreSQL. From
+//! then on the projector writes every row to both generations (`lua/project.lua`), and a chunk
+//! writes each source row only where the new generation holds no newer version
+//! (`lua/rebuild_chunk.lua`). So every version the live generation shows at the switch is in
+//! the new one too.
+
+use redis::RedisResult;
+
+use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
+use super::{ReadModelError, Store, TimedConnection};
+use crate::domain::BoardId;
+
+/// A new generation of one board being built, on one connection held for the whole build.
+pub struct Build {
+    conn: TimedConnection,
+    board: BoardId,
+    scores: String,
+    versions: String,
+    meta: String,
+    ttl_ms: u64,
+    generation: String,
+}
+
+impl Build {
+    /// Deletes the leftovers of a build that died half-way, then writes the build's seal
+    /// (`gen`, `built_at`, a TTL of `ttl_ms`), in one MULTI/EXEC: from then on the projector
+    /// writes the new generation too. If the builder dies, the seal expires and the projector
+    /// stops writing the abandoned generation.
+    pub async fn begin(
+        store: &Store,
+        board: &BoardId,
+        ttl_ms: u64,
+    ) -> Result<Build, ReadModelError> {
+        let keys = store.keys();
+        let (scores, versions, meta) = (
+            keys.rebuild_scores(board),
+            keys.rebuild_versions(board),
+            keys.rebuild_meta(board),
+        );
+        let mut conn = store.connection().await?;
+        let generation = uuid::Uuid::new_v4().simple().to_string();
+        let built_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        redis::pipe()
+            .atomic()
+            .cmd("UNLINK")
+            .arg(&scores)
+            .arg(&versions)
+            .arg(&meta)
+            .ignore()
+            .cmd("HSET")
+            .arg(&meta)
+            .arg("gen")
+            .arg(&generation)
+            .arg("built_at")
+            .arg(built_at)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&meta)
+            .arg(ttl_ms)
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await?;
+        Ok(Build {
+            conn,
+            board: board.clone(),
+            scores,
+            versions,
+            meta,
+            ttl_ms,
+            generation,
+        })
+    }
+
+    /// The generation's id (the seal's `gen`).
+    pub fn generation(&self) -> &str {
+        &self.generation
+    }
+
+    /// Writes one chunk of `(user id, score, version)` source rows where the new generation
+    /// holds no newer version, and renews the build's seal; answers the rows written. An
+    /// error when the build's seal is gone (`LBNOBUILD`: the build was abandoned).
+    pub async fn write_chunk<'a>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'a str, i64, i64)>,
+    ) -> Result<i64, ReadModelError> {
+        let mut call = REBUILD_CHUNK.prepare_invoke();
+        call.key(&self.scores)
+            .key(&self.versions)
+            .key(&self.meta)
+            .arg(self.ttl_ms);
+        for (user, score, version) in rows {
+            call.arg(user).arg(score).arg(version);
+        }
+        Ok(call.invoke_async::<i64>(&mut self.conn).await?)
+    }
+
+    /// Makes the new generation live in one atomic step (`lua/switch_generation.lua`): the
+    /// live keys become the retired ones, the new ones the live ones; with `seal`, the build's
+    /// seal becomes the board's, counting the members the new generation holds, else the
+    /// board is left without a seal (a board with no source rows: reads of a board that does
+    /// not exist must leave nothing behind). Then the retired generation is deleted with
+    /// UNLINK (off Redis's main thread): that outcome is returned apart, since the new
+    /// generation is live already and a failure there leaves garbage, not a wrong board.
+    pub async fn switch(
+        mut self,
+        store: &Store,
+        seal: bool,
+    ) -> Result<RedisResult<()>, ReadModelError> {
+        let keys = store.keys();
+        let board = &self.board;
+        let (retired_scores, retired_versions) =
+            (keys.retired_scores(board), keys.retired_versions(board));
+        let _: String = SWITCH_GENERATION
+            .key(keys.scores(board))
+            .key(keys.versions(board))
+            .key(&self.scores)
+            .key(&self.versions)
+            .key(&retired_scores)
+            .key(&retired_versions)
+            .key(keys.meta(board))
+            .key(&self.meta)
+            .arg(if seal { "seal" } else { "unseal" })
+            .invoke_async(&mut self.conn)
+            .await?;
+        let unlinked: RedisResult<i64> = redis::cmd("UNLINK")
+            .arg(&retired_scores)
+            .arg(&retired_versions)
+            .query_async(&mut self.conn)
+            .await;
+        Ok(unlinked.map(|_| ()))
+    }
+}
+
+/// Up to `count` boards from the rebuild requests, at random (`SRANDMEMBER`): as stored,
+/// since only valid board ids are ever requested but anything may be written by hand.
+pub async fn requested(store: &Store, count: usize) -> Result<Vec<String>, ReadModelError> {
+    let mut conn = store.connection().await?;
+    Ok(redis::cmd("SRANDMEMBER")
+        .arg(store.keys().rebuild_requests())
+        .arg(count)
+        .query_async(&mut conn)
+        .await?)
+}
+
+/// Removes one name from the rebuild requests (done, or not a board id).
+pub async fn forget_request(store: &Store, name: &str) -> Result<(), ReadModelError> {
+    let mut conn = store.connection().await?;
+    let _: i64 = redis::cmd("SREM")
+        .arg(store.keys().rebuild_requests())
+        .arg(name)
+        .query_async(&mut conn)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The Lua scripts in `lua/` (next to this file), embedded at build time (nothing is read from
+//! disk at run time), and the one way to send a pipeline of them.
+//!
+//! The scripts that check their keys' types share `lua/prelude.lua` (its `#!lua` line and
+//! `wrong_type`). Redis has no include, so the prelude is put in front of each of them here,
+//! at compile time: each is still sent as one body, loaded and called by one SHA1.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{Pipeline, RedisResult, Script};
+
+/// `lua/prelude.lua` followed by the script `lua/<name>.lua`, as one text.
+macro_rules! with_prelude {
+    ($name:literal) => {
+        concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!(concat!("lua/", $name, ".lua"))
+        )
+    };
+}
+
+/// `lua/project.lua` (with the prelude): applies one outbox row (absolute score + version) to
+/// a board.
+pub static PROJECT: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("project")));
+/// `lua/repair.lua` (with the prelude): sets a member to its source score and version, never
+/// over a newer one.
+pub static REPAIR: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("repair")));
+/// `lua/remove_orphan.lua` (with the prelude): removes a member with no source row, unless it
+/// changed.
+pub static REMOVE_ORPHAN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_prelude!("remove_orphan")));
+/// `lua/lock_renew.lua` and `lua/lock_release.lua`: compare-and-renew / compare-and-release.
+/// No prelude: `lock_renew.lua` must have no `#!lua` line (see its header).
+pub static LOCK_RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/lock_renew.lua")));
+pub static LOCK_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/lock_release.lua")));
+/// `lua/switch_generation.lua`: makes a rebuilt board live atomically.
+pub static SWITCH_GENERATION: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/switch_generation.lua")));
+
+/// `lua/rebuild_chunk.lua`: writes a chunk of source rows into a board's rebuilt generation.
+pub static REBUILD_CHUNK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/rebuild_chunk.lua")));
+
+/// Adds one EVALSHA call of `script` to `pipe`; chain `.arg(..)` for its arguments.
+pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'a mut Pipeline {
+    let cmd = pipe.cmd("EVALSHA").arg(script.get_hash()).arg(keys.len());
+    for key in keys {
+        cmd.arg(*key);
+    }
+    cmd
+}
+
+/// Sends a pipeline of EVALSHA calls of `script` (built with [`evalsha`], with
+/// `ignore_errors` set) and returns one reply per call. After a Redis restart or failover the
+/// script cache is empty (NOSCRIPT): the script is loaded and the whole pipeline sent once
+/// more, which the callers' scripts make harmless. A second NOSCRIPT is returned as it is.
+pub async fn send_pipeline<C: ConnectionLike>(
+    conn: &mut C,
+    script: &Script,
+    pipe: &Pipeline,
+) -> RedisResult<Vec<RedisResult<String>>> {
+    let replies: Vec<RedisResult<String>> = pipe.query_async(conn).await?;
+    if !replies
+        .iter()
+        .any(|r| matches!(r, Err(e) if e.code() == Some("NOSCRIPT")))
+    {
+        return Ok(replies);
+    }
+    tracing::info!("a script is missing from Redis (restart or failover?): loading it");
+    script.prepare_invoke().load_async(conn).await?;
+    pipe.query_async(conn).await
+}
+
+#[cfg(test)]
+mod tests {
+    /// The scripts with the prelude start with its `#!lua` line (Redis reads the flags from
+    /// the first line only) and define `wrong_type` once, before their own text uses it.
+    #[test]
+    fn the_prelude_comes_first_and_once() {
+        for (name, text) in [
+            ("project", with_prelude!("project")),
+            ("repair", with_prelude!("repair")),
+            ("remove_orphan", with_prelude!("remove_orphan")),
+        ] {
+            assert!(text.starts_with("#!lua\n"), "{name}");
+            assert_eq!(text.lines().filter(|l| *l == "#!lua").count(), 1, "{name}");
+            assert_eq!(
+                text.matches("local function wrong_type(").count(),
+                1,
+                "{name}"
+            );
+            let defined = text.find("local function wrong_type(");
+            let used = text.find("local problem = wrong_type(");
+            assert!(defined < used && used.is_some(), "{name}");
+        }
+        // Without a shebang Redis lets the renewal run when memory is full.
+        assert!(!include_str!("lua/lock_renew.lua").starts_with("#!"));
+    }
+}
