@@ -1,4 +1,4 @@
-//! `lbctl chaos`: concurrent clients send thousands of commands through the api (with
+//! `lbchaos chaos`: concurrent clients send thousands of commands through the api (with
 //! duplicates and conflicting reuses of event ids) while faults are injected: projectors
 //! killed and restarted or all stopped for a backlog, Redis flushed, crashed or restarted (with
 //! and without its data), the daemons' PostgreSQL sessions terminated, scores and versions
@@ -156,7 +156,7 @@ impl Fault {
 
 pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
     // Printed first, so that a run that stops on an error before its report can be repeated.
-    eprintln!("lbctl chaos: seed {}", options.seed);
+    eprintln!("lbchaos chaos: seed {}", options.seed);
     let mut redis = RedisServer::start().context("starting a redis-server of the run's own")?;
     let reconciler_admin = format!("127.0.0.1:{}", free_port()?);
     let stack = Stack::create(

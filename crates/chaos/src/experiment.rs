@@ -1,4 +1,4 @@
-//! `lbctl experiment`: the reference failure experiment, against the real servers, with the
+//! `lbchaos experiment`: the reference failure experiment, against the real servers, with the
 //! real daemons as processes. Each stage acts, then reads PostgreSQL and Redis at that moment
 //! and compares what they hold with what the contract says they must; the table printed is
 //! made of those readings.

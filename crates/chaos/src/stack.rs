@@ -1,5 +1,5 @@
 //! A run's own ledgerboard: a fresh database on the configured PostgreSQL server, a Redis
-//! namespace of its own, and the daemons as processes (the binaries next to `lbctl`). The
+//! namespace of its own, and the daemons as processes (the binaries next to `lbchaos`). The
 //! experiment and the chaos run use it, then [`Stack::cleanup`] drops the database and
 //! deletes the namespace's keys.
 
@@ -86,7 +86,7 @@ impl Stack {
                 .await;
             return Err(anyhow::Error::from(e).context("migrating the run's database"));
         }
-        let db = Database::connect(&database, "lbctl")?;
+        let db = Database::connect(&database, "lbchaos")?;
         let namespace = format!("{purpose}-{suffix}");
         let cache = Cache::connect(&RedisSettings {
             url: redis_url.to_owned(),
@@ -97,7 +97,7 @@ impl Stack {
         // A token that exists for this run only.
         let token = uuid::Uuid::new_v4().simple().to_string();
         let tokens = format!(
-            "lbctl-run={}@admin",
+            "lbchaos-run={}@admin",
             ledgerboard_core::auth::hash_token(&token)
         );
         let mut env: Vec<(String, String)> = [
