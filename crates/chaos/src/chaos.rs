@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ledgerboard_core::board::{BoardKind, Tally};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection_read::Seal;
@@ -1127,17 +1128,29 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
             problems.push(format!("event {event} recorded but never accepted"));
         }
     }
-    // Every score is the sum of its accepted deltas; the version counts them.
-    let mut expected: BTreeMap<&str, Members> = BTreeMap::new();
+    // Every score and version is what the board's rule makes of its accepted commands (for
+    // an increment board: the sum of the deltas, and their count). The commands are folded in
+    // no particular order, which the increment rule allows (a sum and a count).
+    let mut tallies: BTreeMap<&str, BTreeMap<String, Option<Tally>>> = BTreeMap::new();
     for command in effective.values() {
-        let entry = expected
+        let kind = BoardKind::of(&BoardId::parse(command.board)?);
+        let tally = tallies
             .entry(command.board)
             .or_default()
             .entry(command.user.clone())
-            .or_insert((0, 0));
-        entry.0 += command.delta;
-        entry.1 += 1;
+            .or_default();
+        *tally = Some(kind.fold(*tally, command.delta));
     }
+    let mut expected: BTreeMap<&str, Members> = tallies
+        .into_iter()
+        .map(|(board, members)| {
+            let members = members
+                .into_iter()
+                .filter_map(|(user, t)| Some((user, (t?.score, t?.version))))
+                .collect();
+            (board, members)
+        })
+        .collect();
     for board in BOARDS {
         let id = BoardId::parse(board)?;
         let source = stack.source(&id).await?;

@@ -2,6 +2,7 @@
 //! and Redis access that the daemons and `lbctl` share.
 
 pub mod auth;
+pub mod board;
 pub mod cache;
 pub mod config;
 pub mod daemon;
