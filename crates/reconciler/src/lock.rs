@@ -29,8 +29,7 @@ pub async fn try_acquire(
     renew_every: Duration,
 ) -> Result<Option<HeldLock>, CacheError> {
     let key = cache.keys().reconciler_lock();
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "reconciler".into());
-    let token = format!("{host}-{}", uuid::Uuid::new_v4().simple());
+    let token = ledgerboard_core::ids::holder_token("reconciler");
     let mut conn = cache.connection().await?;
     let set: Option<String> = redis::cmd("SET")
         .arg(&key)
