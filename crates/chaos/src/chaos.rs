@@ -22,10 +22,10 @@ use ledgerboard_core::board::{BoardKind, Tally};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection_read::Seal;
+use ledgerboard_harness::http;
 use ledgerboard_harness::{Daemon, RedisServer, free_port};
 use uuid::Uuid;
 
-use crate::http;
 use crate::stack::{API, Members, PROJECTOR, RECONCILER, Stack};
 
 const BOARDS: [&str; 3] = ["chaos-a", "chaos-b", "chaos-c"];

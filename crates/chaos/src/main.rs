@@ -4,7 +4,6 @@
 
 mod chaos;
 mod experiment;
-mod http;
 mod stack;
 
 use std::process::ExitCode;

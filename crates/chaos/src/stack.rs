@@ -149,11 +149,13 @@ impl Stack {
 
     /// Starts a daemon and waits (up to 30 s) until it logs that it started.
     pub fn start(&self, name: &str, extra_env: &[(&str, &str)]) -> anyhow::Result<Daemon> {
-        let mut daemon = Daemon::start(&Self::binary(name)?, &[], &self.env_with(extra_env))?;
-        if !daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(30)) {
-            anyhow::bail!("{name} did not start:\n{}", daemon.stderr());
-        }
-        Ok(daemon)
+        let env = self.env_with(extra_env);
+        Ok(Daemon::start_ready(
+            &Self::binary(name)?,
+            &[],
+            &env,
+            Duration::from_secs(30),
+        )?)
     }
 
     /// Runs `ledgerboard-reconciler --once <args>` to its end (at most 120 s) and returns its
