@@ -125,7 +125,7 @@ impl Drop for Daemon {
 }
 
 /// The path of `name` in the directory of the running executable, where cargo puts every
-/// binary of the workspace: how `lbctl` finds the daemons it runs.
+/// binary of the workspace: how `lbchaos` finds the daemons it runs.
 pub fn binary_beside_current_exe(name: &str) -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe
