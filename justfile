@@ -58,12 +58,12 @@ status:
 # Stages: duplicate, stopped projector, hand edit in Redis, repair; own database and namespace.
 # The reference failure experiment: prints its table, report in target/experiment/.
 experiment:
-    deploy/local/lbctl.sh experiment
+    deploy/local/lbchaos.sh experiment
 
 # Faults: killed projectors, Redis flushed and crashed, sessions terminated, corrupted data.
 # Commands under faults for SECONDS, then the contract checked; report in target/chaos/.
 chaos SECONDS="180":
-    deploy/local/lbctl.sh chaos --duration-secs {{SECONDS}}
+    deploy/local/lbchaos.sh chaos --duration-secs {{SECONDS}}
 
 # `just bench --quick` for a short run; `--without-telemetry` to measure telemetry's cost.
 # Benchmarks against pgbench and redis-benchmark in one run; report in target/bench/report.md.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lbctl against the local stack's settings (the same URLs `just up` uses). Builds every binary
-# first: `lbctl experiment` and `lbctl chaos` run the daemons that sit next to lbctl.
+# first, so lbctl matches the daemons `just up` runs.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"

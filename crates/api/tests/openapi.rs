@@ -1,32 +1,19 @@
 //! The OpenAPI document and its rendered page.
 
+mod common;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use http_body_util::BodyExt;
-use ledgerboard_api::{AppState, router};
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::db::Database;
-use ledgerboard_core::projection::Store;
-use tower::ServiceExt;
 
 async fn get(uri: &str) -> (StatusCode, String) {
     // The document needs no server: a pool that never connects is enough.
-    let settings = Settings::default();
-    let db = Database::connect(&settings.database, "openapi-test").expect("pool");
-    let cache = Store::connect(&settings.redis).expect("redis pool");
-    let app = router(AppState::new(db, cache, &settings), &settings.api);
-    let response = app
-        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
-        .await
-        .expect("answer");
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    let app = common::app_with(&Settings::default());
+    common::send_text(
+        &app,
+        Request::get(uri).body(Body::empty()).expect("request"),
+    )
+    .await
 }
 
 #[tokio::test]

@@ -6,10 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
@@ -17,22 +15,12 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
-async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
-    let response = app.clone().oneshot(request).await.expect("router answers");
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, body)
-}
+mod common;
+
+use common::send;
 
 fn command(board: &str, user: u32, delta: i64) -> Request<Body> {
     Request::post(format!("/v1/boards/{board}/scores"))

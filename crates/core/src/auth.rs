@@ -76,12 +76,7 @@ impl TokenTable {
                 .split_once('=')
                 .ok_or_else(|| format!("entry {n}: expected name=<sha256 hex>@scopes"))?;
             let name = name.trim();
-            if name.is_empty()
-                || name.len() > 64
-                || !name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-            {
+            if !crate::ids::is_identifier(name) {
                 return Err(format!(
                     "entry {n}: the name must be 1 to 64 characters of A-Z a-z 0-9 - _ ."
                 ));

@@ -869,11 +869,7 @@ pub fn parse_postgres_url(url: &str) -> Result<tokio_postgres::Config, ConfigErr
 }
 
 fn validate_namespace(ns: &str) -> Result<(), ConfigError> {
-    let ok = (1..=64).contains(&ns.len())
-        && ns
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    if ok {
+    if crate::ids::is_identifier(ns) {
         Ok(())
     } else {
         Err(invalid(

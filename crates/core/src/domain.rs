@@ -12,7 +12,7 @@ pub const MAX_ABS_SCORE: i64 = (1 << 53) - 1;
 /// Bounds of one command's delta (also a CHECK on `score_events.delta`).
 pub const MIN_DELTA: i64 = -1000;
 pub const MAX_DELTA: i64 = 1000;
-pub const MAX_BOARD_ID_LEN: usize = 64;
+pub const MAX_BOARD_ID_LEN: usize = crate::ids::MAX_IDENTIFIER_LEN;
 pub const MAX_USER_ID_BYTES: usize = 128;
 
 /// Why an input value was refused. `code()` is the stable, machine-readable name that the API
@@ -53,11 +53,7 @@ pub struct BoardId(String);
 
 impl BoardId {
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
-        let ok = (1..=MAX_BOARD_ID_LEN).contains(&raw.len())
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-        if ok {
+        if crate::ids::is_identifier(raw) {
             Ok(Self(raw.to_owned()))
         } else {
             Err(ValidationError::BoardId)

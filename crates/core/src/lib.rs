@@ -2,10 +2,13 @@
 //! model (`projection/`) that the daemons and `lbctl` share.
 
 pub mod auth;
+pub mod backoff;
+pub mod board;
 pub mod config;
 pub mod daemon;
 pub mod db;
 pub mod domain;
+pub mod ids;
 pub mod projection;
 pub mod shutdown;
 pub mod telemetry;

@@ -34,6 +34,29 @@ impl Daemon {
         Ok(Daemon { child, stderr_path })
     }
 
+    /// Starts `binary` as [`Daemon::start`] does and waits up to `limit` until it logs
+    /// `<binary name> started`, the line every ledgerboard daemon logs once it serves. The
+    /// error of a daemon that did not start carries its stderr.
+    pub fn start_ready(
+        binary: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        limit: Duration,
+    ) -> std::io::Result<Daemon> {
+        let name = binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut daemon = Daemon::start(binary, args, env)?;
+        if !daemon.wait_for_log(&format!("{name} started"), limit) {
+            return Err(std::io::Error::other(format!(
+                "{name} did not start within {limit:?}:\n{}",
+                daemon.stderr()
+            )));
+        }
+        Ok(daemon)
+    }
+
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -102,7 +125,7 @@ impl Drop for Daemon {
 }
 
 /// The path of `name` in the directory of the running executable, where cargo puts every
-/// binary of the workspace: how `lbctl` finds the daemons it runs.
+/// binary of the workspace: how `lbchaos` finds the daemons it runs.
 pub fn binary_beside_current_exe(name: &str) -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe

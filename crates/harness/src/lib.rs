@@ -1,9 +1,11 @@
 //! Child processes for the runs that exercise ledgerboard as it is deployed: the daemons as
 //! processes ([`Daemon`]) and a redis-server of the run's own ([`RedisServer`]), which a run may
-//! stop, restart or flush without touching anyone else's data. `lbctl experiment`,
-//! `lbctl chaos` and the tests (through the testkit) use them.
+//! stop, restart or flush without touching anyone else's data, and the one HTTP/1.1 client
+//! ([`http`]) that talks to them. `lbchaos experiment`, `lbchaos chaos` and the tests
+//! (through the testkit) use them.
 
 mod daemon;
+pub mod http;
 mod redis_cluster;
 mod redis_server;
 

@@ -36,9 +36,8 @@ pub struct Projector {
 
 impl Projector {
     pub fn new(settings: Settings, db: Database, cache: Store) -> Self {
-        // Kubernetes sets HOSTNAME to the pod name: leases then say which pod holds a row.
-        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "projector".into());
-        let instance = format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        // The pod's name (HOSTNAME): leases then say which pod holds a row.
+        let instance = ledgerboard_core::ids::instance_id("projector");
         Self {
             settings: Arc::new(settings),
             db,

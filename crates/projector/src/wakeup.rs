@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::config::{DatabaseSettings, parse_postgres_url};
 use ledgerboard_core::db::sql::OUTBOX_CHANNEL;
 use tokio::sync::watch;
@@ -27,19 +28,17 @@ pub fn spawn(
 }
 
 async fn listen(settings: DatabaseSettings, tx: watch::Sender<u64>, cancel: CancellationToken) {
-    let mut backoff = Duration::from_millis(250);
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
     while !cancel.is_cancelled() {
         match listen_once(&settings, &tx, &cancel).await {
             Ok(()) => return,
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN session lost; polling until it is back");
+                tracing::warn!(error = %e, retry_in = ?backoff.current(), "LISTEN session lost; polling until it is back");
             }
         }
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(backoff) => {}
+        if !backoff.wait(&cancel).await {
+            return;
         }
-        backoff = (backoff * 2).min(Duration::from_secs(10));
     }
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Object;
+use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::config::{ClaimMode, Settings};
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
@@ -79,8 +80,7 @@ impl Worker {
     /// or after the poll interval; after an error, after a capped back-off.
     pub async fn run(self, cancel: CancellationToken, mut wake: watch::Receiver<u64>) {
         let p = &self.settings.projector;
-        let first_backoff = Duration::from_millis(100);
-        let mut backoff = first_backoff;
+        let mut backoff = Backoff::new(Duration::from_millis(100), p.outage_backoff_max());
         let mut failing_since: Option<std::time::Instant> = None;
         while !cancel.is_cancelled() {
             // Everything notified up to here is visible to the claim below.
@@ -91,7 +91,7 @@ impl Worker {
                     if let Some(since) = failing_since.take() {
                         tracing::info!(after = ?since.elapsed(), "projection resumed");
                     }
-                    backoff = first_backoff;
+                    backoff.reset();
                     if tally.claimed == p.batch_size {
                         continue;
                     }
@@ -101,12 +101,10 @@ impl Worker {
                         Stats::add(&self.stats.outages, 1);
                     }
                     failing_since.get_or_insert_with(std::time::Instant::now);
-                    tracing::warn!(error = %e, retry_in = ?backoff, "projection batch abandoned; its rows will be delivered again");
-                    tokio::select! {
-                        _ = cancel.cancelled() => break,
-                        _ = tokio::time::sleep(backoff) => {}
+                    tracing::warn!(error = %e, retry_in = ?backoff.current(), "projection batch abandoned; its rows will be delivered again");
+                    if !backoff.wait(&cancel).await {
+                        break;
                     }
-                    backoff = (backoff * 2).min(p.outage_backoff_max());
                     continue;
                 }
             }

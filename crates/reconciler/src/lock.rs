@@ -29,8 +29,7 @@ pub async fn try_acquire(
     ttl: Duration,
     renew_every: Duration,
 ) -> Result<Option<HeldLock>, ReadModelError> {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "reconciler".into());
-    let token = format!("{host}-{}", uuid::Uuid::new_v4().simple());
+    let token = ledgerboard_core::ids::holder_token("reconciler");
     if !projection::lock::try_take(store, &token, ttl).await? {
         return Ok(None);
     }

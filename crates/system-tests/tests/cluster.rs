@@ -65,13 +65,7 @@ impl Stack {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         env.extend_from_slice(extra);
-        let mut process = Process::start(&workspace_binary(name).to_string_lossy(), &[], &env);
-        assert!(
-            process.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),
-            "{name} did not start: {}",
-            process.stderr()
-        );
-        process
+        Process::start_ready(&workspace_binary(name).to_string_lossy(), &[], &env)
     }
 }
 

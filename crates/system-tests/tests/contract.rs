@@ -1,20 +1,20 @@
-//! The consistency contract, proven the way a user would: `lbctl experiment` (the reference
-//! failure experiment) and a short `lbctl chaos` run, each as a process driving the real
+//! The consistency contract, proven the way a user would: `lbchaos experiment` (the reference
+//! failure experiment) and a short `lbchaos chaos` run, each as a process driving the real
 //! daemons against the real servers.
 
 use std::time::Duration;
 
 use ledgerboard_testkit::{Process, admin_database_url, redis_url, workspace_binary};
 
-/// Runs `lbctl <args> --out <dir>` to its end and returns its exit status, stderr and report.
-fn lbctl(args: &[&str], limit: Duration) -> (bool, String, String) {
-    let out = std::env::temp_dir().join(format!("lbctl-{}", uuid::Uuid::new_v4().simple()));
+/// Runs `lbchaos <args> --out <dir>` to its end and returns its exit status, stderr and report.
+fn lbchaos(args: &[&str], limit: Duration) -> (bool, String, String) {
+    let out = std::env::temp_dir().join(format!("lbchaos-{}", uuid::Uuid::new_v4().simple()));
     let out_arg = out.to_string_lossy().into_owned();
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--out", &out_arg]);
     let database = admin_database_url();
     let redis = redis_url();
-    let binary = workspace_binary("lbctl");
+    let binary = workspace_binary("lbchaos");
     let mut process = Process::start(
         &binary.to_string_lossy(),
         &all,
@@ -25,7 +25,7 @@ fn lbctl(args: &[&str], limit: Duration) -> (bool, String, String) {
     );
     let status = process
         .wait_for_exit(limit)
-        .unwrap_or_else(|| panic!("lbctl {args:?} ran past {limit:?}: {}", process.stderr()));
+        .unwrap_or_else(|| panic!("lbchaos {args:?} ran past {limit:?}: {}", process.stderr()));
     let report = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&out);
     (status.success(), process.stderr(), report)
@@ -33,7 +33,7 @@ fn lbctl(args: &[&str], limit: Duration) -> (bool, String, String) {
 
 #[test]
 fn the_reference_experiment_passes_every_stage() {
-    let (ok, stderr, report) = lbctl(&["experiment"], Duration::from_secs(120));
+    let (ok, stderr, report) = lbchaos(&["experiment"], Duration::from_secs(120));
     assert!(ok, "{report}\n{stderr}");
     let rows: Vec<&str> = report
         .lines()
@@ -76,12 +76,12 @@ fn pair(value: &str) -> (u64, u64) {
 
 #[test]
 fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
-    let (ok, stderr, report) = lbctl(
+    let (ok, stderr, report) = lbchaos(
         &["chaos", "--duration-secs", "12", "--clients", "6"],
         Duration::from_secs(300),
     );
     assert!(ok, "{report}\n{stderr}");
-    assert!(stderr.contains("lbctl chaos: seed "), "{stderr}");
+    assert!(stderr.contains("lbchaos chaos: seed "), "{stderr}");
     assert!(report.contains("| **mismatches** | 0 |"), "{report}");
     // Every fault kind was injected at least once.
     let faults: Vec<u64> = report

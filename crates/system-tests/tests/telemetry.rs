@@ -72,14 +72,7 @@ impl Stack {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let binary = workspace_binary(name);
-        let mut process = Process::start(&binary.to_string_lossy(), &[], &env);
-        assert!(
-            process.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),
-            "{name} did not start: {}",
-            process.stderr()
-        );
-        process
+        Process::start_ready(&workspace_binary(name).to_string_lossy(), &[], &env)
     }
 
     fn stop(&self, mut process: Process) {

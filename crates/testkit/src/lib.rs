@@ -239,6 +239,21 @@ impl Process {
                 .unwrap_or_else(|e| panic!("{e}")),
         )
     }
+
+    /// Starts `binary` and waits up to 20 s until it logs `<binary name> started`
+    /// ([`ledgerboard_harness::Daemon::start_ready`]); the test fails, with the daemon's
+    /// stderr, when it does not.
+    pub fn start_ready(binary: &str, args: &[&str], env: &[(&str, &str)]) -> Process {
+        Process(
+            ledgerboard_harness::Daemon::start_ready(
+                std::path::Path::new(binary),
+                args,
+                env,
+                Duration::from_secs(20),
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+        )
+    }
 }
 
 impl std::ops::Deref for Process {
@@ -345,12 +360,7 @@ pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str
     );
 
     migrate(&db.url).await;
-    let mut daemon = Process::start(binary, &[], &env_refs);
-    assert!(
-        daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(20)),
-        "{name} did not start: {}",
-        daemon.stderr()
-    );
+    let mut daemon = Process::start_ready(binary, &[], &env_refs);
     let status = daemon
         .terminate(Duration::from_secs(10))
         .unwrap_or_else(|| panic!("{name} did not stop on SIGTERM: {}", daemon.stderr()));
@@ -381,8 +391,8 @@ pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str
     );
 }
 
-/// One HTTP/1.1 request over a fresh connection (`Connection: close`), bounded by 10 s:
-/// enough of a client to drive a daemon's real socket from a test.
+/// One HTTP/1.1 request over a fresh connection, bounded by 10 s, through the harness's one
+/// client ([`ledgerboard_harness::http`]); the test fails when there is no answer.
 /// It carries [`TEST_TOKEN`] as its bearer token.
 pub fn http_request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let bearer = format!("Bearer {TEST_TOKEN}");
@@ -397,33 +407,18 @@ pub fn http_request_with_headers(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the daemon");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("read timeout");
-    let extra: String = headers
-        .iter()
-        .map(|(name, value)| format!("{name}: {value}\r\n"))
-        .collect();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         {extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("send request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    let socket: std::net::SocketAddr = addr
+        .parse()
+        .unwrap_or_else(|e| panic!("{addr:?} is not an ip:port address: {e}"));
+    ledgerboard_harness::http::request_blocking(
+        socket,
+        method,
+        path,
+        headers,
+        body.to_owned(),
+        Duration::from_secs(10),
+    )
+    .unwrap_or_else(|e| panic!("{addr}: {e}"))
 }
 
 /// A redis-server of the test's own on a free port ([`ledgerboard_harness::RedisServer`]),

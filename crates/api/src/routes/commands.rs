@@ -6,8 +6,9 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ledgerboard_core::board::BoardKind;
 use ledgerboard_core::db::apply_score_command;
-use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::domain::{BoardId, ScoreCommand};
 use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::trace_context;
 use opentelemetry::KeyValue;
@@ -111,10 +112,6 @@ fn parse_command(board: &str, body: &[u8]) -> Result<ScoreCommand, ApiError> {
             "expected {{\"event_id\": \"<uuid>\", \"user_id\": \"<string>\", \"delta\": <integer>}}: {e}"
         ))
     })?;
-    Ok(ScoreCommand {
-        event_id: EventId::parse(&raw.event_id)?,
-        board,
-        user_id: UserId::parse(&raw.user_id)?,
-        delta: Delta::from_json(&raw.delta)?,
-    })
+    // The board's rule says what a valid command is.
+    Ok(BoardKind::of(&board).command(board, &raw.event_id, &raw.user_id, &raw.delta)?)
 }

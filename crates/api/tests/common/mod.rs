@@ -29,6 +29,14 @@ pub async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
 /// Sends `request` through the router; the answer must be JSON.
 pub async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
     let uri = request.uri().clone();
+    let (status, text) = send_text(app, request).await;
+    let body = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{uri}: {status} not JSON ({e}): {text:?}"));
+    (status, body)
+}
+
+/// Sends `request` through the router and returns the body as text (lossy UTF-8).
+pub async fn send_text(app: &Router, request: Request<Body>) -> (StatusCode, String) {
     let response = app.clone().oneshot(request).await.expect("router answers");
     let status = response.status();
     let bytes = response
@@ -37,9 +45,7 @@ pub async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
         .await
         .expect("body")
         .to_bytes();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|e| panic!("{uri}: {status} not JSON ({e}): {bytes:?}"));
-    (status, body)
+    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Rebuilds `board` from PostgreSQL with the reconciler's own rebuild, which seals it.

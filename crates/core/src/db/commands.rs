@@ -1,7 +1,8 @@
 use tokio_postgres::types::Type;
 
+use super::Database;
 use super::errors::StoreError;
-use super::{Database, sql};
+use crate::board::BoardKind;
 use crate::domain::{CommandOutcome, ScoreCommand};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently)
@@ -27,7 +28,7 @@ pub async fn apply_score_command(
                 db.statements()
                     .query_one(
                         c,
-                        sql::SCORE_COMMAND,
+                        BoardKind::of(&cmd.board).statement(),
                         &[
                             (&cmd.event_id.as_uuid(), Type::UUID),
                             (&cmd.board.as_str(), Type::TEXT),

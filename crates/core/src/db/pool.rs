@@ -1,4 +1,3 @@
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::errors::StoreError;
 use super::statement::Statements;
 use super::wakeup::Wakeup;
+use crate::backoff::Backoff;
 use crate::config::{DatabaseSettings, redact_url};
 
 /// A bounded connection pool and the time bounds every call through it obeys.
@@ -178,7 +178,7 @@ pub async fn wait_until_reachable(
     cancel: &CancellationToken,
 ) -> Result<bool, StoreError> {
     let started = tokio::time::Instant::now();
-    let mut backoff = Duration::from_millis(250);
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
     loop {
         let attempt = async {
             let client = db.client().await?;
@@ -192,22 +192,13 @@ pub async fn wait_until_reachable(
         };
         match outcome {
             Ok(()) => return Ok(true),
-            Err(e) if started.elapsed() + backoff < deadline => {
-                tracing::warn!(url = db.url_for_logs(), error = %e, retry_in = ?backoff, "waiting for PostgreSQL");
+            Err(e) if started.elapsed() + backoff.current() < deadline => {
+                tracing::warn!(url = db.url_for_logs(), error = %e, retry_in = ?backoff.current(), "waiting for PostgreSQL");
             }
             Err(e) => return Err(e),
         }
-        if cancelled_during(cancel, tokio::time::sleep(backoff)).await {
+        if !backoff.wait(cancel).await {
             return Ok(false);
         }
-        backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// True when `cancel` fired before `fut` finished.
-async fn cancelled_during(cancel: &CancellationToken, fut: impl Future<Output = ()>) -> bool {
-    tokio::select! {
-        _ = cancel.cancelled() => true,
-        _ = fut => false,
     }
 }

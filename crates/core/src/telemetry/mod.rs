@@ -92,7 +92,7 @@ pub fn init(
         // `instance` itself when it scrapes). Kubernetes sets HOSTNAME to the pod name.
         .with_attribute(opentelemetry::KeyValue::new(
             "service.instance.id",
-            instance_id(),
+            crate::ids::instance_id("local"),
         ))
         .build();
     let endpoint = (!settings.otlp_endpoint.is_empty()).then_some(settings.otlp_endpoint.as_str());
@@ -156,12 +156,6 @@ pub fn init(
         tracer_provider,
         meter_provider,
     })
-}
-
-/// This process's name among the replicas: the host (pod) name and a random suffix.
-fn instance_id() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
-    format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
 /// Logging only, for `lbctl` and tools. The filter was validated with the settings; should it

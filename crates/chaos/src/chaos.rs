@@ -1,4 +1,4 @@
-//! `lbctl chaos`: concurrent clients send thousands of commands through the api (with
+//! `lbchaos chaos`: concurrent clients send thousands of commands through the api (with
 //! duplicates and conflicting reuses of event ids) while faults are injected: projectors
 //! killed and restarted or all stopped for a backlog, Redis flushed, crashed or restarted (with
 //! and without its data), the daemons' PostgreSQL sessions terminated, scores and versions
@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ledgerboard_core::board::{BoardKind, Tally};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::Seal;
+use ledgerboard_harness::http;
 use ledgerboard_harness::{Daemon, RedisServer, free_port};
 use uuid::Uuid;
 
-use crate::http;
 use crate::stack::{API, Members, PROJECTOR, RECONCILER, Stack};
 
 const BOARDS: [&str; 3] = ["chaos-a", "chaos-b", "chaos-c"];
@@ -156,7 +157,7 @@ impl Fault {
 
 pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
     // Printed first, so that a run that stops on an error before its report can be repeated.
-    eprintln!("lbctl chaos: seed {}", options.seed);
+    eprintln!("lbchaos chaos: seed {}", options.seed);
     let mut redis = RedisServer::start().context("starting a redis-server of the run's own")?;
     let reconciler_admin = format!("127.0.0.1:{}", free_port()?);
     let stack = Stack::create(
@@ -1127,17 +1128,29 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
             problems.push(format!("event {event} recorded but never accepted"));
         }
     }
-    // Every score is the sum of its accepted deltas; the version counts them.
-    let mut expected: BTreeMap<&str, Members> = BTreeMap::new();
+    // Every score and version is what the board's rule makes of its accepted commands (for
+    // an increment board: the sum of the deltas, and their count). The commands are folded in
+    // no particular order, which the increment rule allows (a sum and a count).
+    let mut tallies: BTreeMap<&str, BTreeMap<String, Option<Tally>>> = BTreeMap::new();
     for command in effective.values() {
-        let entry = expected
+        let kind = BoardKind::of(&BoardId::parse(command.board)?);
+        let tally = tallies
             .entry(command.board)
             .or_default()
             .entry(command.user.clone())
-            .or_insert((0, 0));
-        entry.0 += command.delta;
-        entry.1 += 1;
+            .or_default();
+        *tally = Some(kind.fold(*tally, command.delta));
     }
+    let mut expected: BTreeMap<&str, Members> = tallies
+        .into_iter()
+        .map(|(board, members)| {
+            let members = members
+                .into_iter()
+                .filter_map(|(user, t)| Some((user, (t?.score, t?.version))))
+                .collect();
+            (board, members)
+        })
+        .collect();
     for board in BOARDS {
         let id = BoardId::parse(board)?;
         let source = stack.source(&id).await?;

@@ -1,5 +1,5 @@
 //! A run's own ledgerboard: a fresh database on the configured PostgreSQL server, a Redis
-//! namespace of its own, and the daemons as processes (the binaries next to `lbctl`). The
+//! namespace of its own, and the daemons as processes (the binaries next to `lbchaos`). The
 //! experiment and the chaos run use it, then [`Stack::cleanup`] drops the database and
 //! deletes the namespace's keys.
 
@@ -77,7 +77,7 @@ impl Stack {
                 .await;
             return Err(anyhow::Error::from(e).context("migrating the run's database"));
         }
-        let db = Database::connect(&database, "lbctl")?;
+        let db = Database::connect(&database, "lbchaos")?;
         let namespace = format!("{purpose}-{suffix}");
         let cache = Store::connect(&RedisSettings {
             url: redis_url.to_owned(),
@@ -88,7 +88,7 @@ impl Stack {
         // A token that exists for this run only.
         let token = uuid::Uuid::new_v4().simple().to_string();
         let tokens = format!(
-            "lbctl-run={}@admin",
+            "lbchaos-run={}@admin",
             ledgerboard_core::auth::hash_token(&token)
         );
         let mut env: Vec<(String, String)> = [
@@ -140,11 +140,13 @@ impl Stack {
 
     /// Starts a daemon and waits (up to 30 s) until it logs that it started.
     pub fn start(&self, name: &str, extra_env: &[(&str, &str)]) -> anyhow::Result<Daemon> {
-        let mut daemon = Daemon::start(&Self::binary(name)?, &[], &self.env_with(extra_env))?;
-        if !daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(30)) {
-            anyhow::bail!("{name} did not start:\n{}", daemon.stderr());
-        }
-        Ok(daemon)
+        let env = self.env_with(extra_env);
+        Ok(Daemon::start_ready(
+            &Self::binary(name)?,
+            &[],
+            &env,
+            Duration::from_secs(30),
+        )?)
     }
 
     /// Runs `ledgerboard-reconciler --once <args>` to its end (at most 120 s) and returns its

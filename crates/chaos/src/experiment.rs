@@ -1,4 +1,4 @@
-//! `lbctl experiment`: the reference failure experiment, against the real servers, with the
+//! `lbchaos experiment`: the reference failure experiment, against the real servers, with the
 //! real daemons as processes. Each stage acts, then reads PostgreSQL and Redis at that moment
 //! and compares what they hold with what the contract says they must; the table printed is
 //! made of those readings.
@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_harness::http;
 
-use crate::http;
 use crate::stack::{API, Members, PROJECTOR, Stack};
 
 const BOARD: &str = "experiment";
@@ -101,7 +101,7 @@ impl Run<'_> {
         delta: i64,
     ) -> anyhow::Result<(u16, String)> {
         let body = format!(r#"{{"event_id":"{event}","user_id":"{user}","delta":{delta}}}"#);
-        http::request(
+        Ok(http::request(
             self.stack.api_addr,
             "POST",
             &format!("/v1/boards/{BOARD}/scores"),
@@ -109,7 +109,7 @@ impl Run<'_> {
             body,
             REQUEST_LIMIT,
         )
-        .await
+        .await?)
     }
 
     async fn read(&self) -> anyhow::Result<(Members, Members)> {
