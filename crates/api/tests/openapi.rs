@@ -3,9 +3,9 @@
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use ledgerboard_api::settings::Settings;
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use tower::ServiceExt;
 

@@ -3,6 +3,10 @@
 //! start-up option, a session lock) would break. LISTEN and migrations use
 //! `database.direct_url`.
 
+mod common;
+
+use common::Settings;
+use ledgerboard_core::config::Count;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -12,7 +16,6 @@ use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
@@ -100,10 +103,10 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     settings.database.url = bouncer.url(&db.name);
     settings.database.direct_url = db.url.clone();
     settings.database.transaction_pooler = true;
-    settings.database.pool_max_size = 8;
+    settings.database.pool_max_size = Count::of(8);
     settings.redis.namespace = redis.namespace.clone();
     settings.auth.tokens = test_tokens();
-    settings.projector.batch_size = 50;
+    settings.projector.batch_size = Count::of(50);
     settings.validate().expect("valid settings");
     // Through direct_url: the migration lock is a session lock.
     migrate(&settings.database).await.expect("migrate");

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use crate::settings::Settings;
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate, outbox};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::apply_batch;

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use crate::settings::Settings;
 use anyhow::Context;
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use serde::Serialize;
 

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::settings::Settings;
 use anyhow::Context;
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_testkit::{TestDb, TestRedis};

@@ -3,6 +3,7 @@
 //! projection script makes every repeat harmless.
 
 pub mod redis_guard;
+pub mod settings;
 pub mod stats;
 pub mod wakeup;
 pub mod worker;
@@ -11,12 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::{Settings, UnsafeRedisAction};
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::outbox;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::settings::{Sections, Settings, UnsafeRedisAction};
 use crate::stats::Stats;
 use crate::worker::Worker;
 
@@ -35,12 +37,17 @@ pub struct Projector {
 }
 
 impl Projector {
-    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+    /// `settings` may hold other daemons' sections too (tests running several in one process).
+    pub fn new<D: Holds<Sections>>(
+        settings: config::Settings<D>,
+        db: Database,
+        cache: Cache,
+    ) -> Self {
         // Kubernetes sets HOSTNAME to the pod name: leases then say which pod holds a row.
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "projector".into());
         let instance = format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         Self {
-            settings: Arc::new(settings),
+            settings: Arc::new(settings.narrow()),
             db,
             cache,
             stats: Arc::new(Stats::default()),
@@ -92,7 +99,7 @@ impl Projector {
         let p = &self.settings.projector;
         let (wake, listener) = wakeup::spawn(&self.settings.database, cancel.clone());
         let mut tasks = JoinSet::new();
-        for index in 0..p.workers {
+        for index in 0..p.workers.get() {
             tasks.spawn(self.worker(index).run(cancel.clone(), wake.clone()));
         }
         tasks.spawn(retention_loop(
@@ -123,9 +130,8 @@ impl Projector {
 
 async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: CancellationToken) {
     let p = &settings.projector;
-    let published =
-        (p.published_retention_ms > 0).then(|| Duration::from_millis(p.published_retention_ms));
-    let events = (p.event_retention_ms > 0).then(|| Duration::from_millis(p.event_retention_ms));
+    let published = (p.published_retention_ms.ms() > 0).then(|| p.published_retention_ms.get());
+    let events = (p.event_retention_ms.ms() > 0).then(|| p.event_retention_ms.get());
     if published.is_none() && events.is_none() {
         return;
     }
@@ -134,7 +140,7 @@ async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: Cancellat
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(p.retention_interval()) => {}
         }
-        let pass = outbox::retention_pass(&db, published, events, p.retention_batch, 100);
+        let pass = outbox::retention_pass(&db, published, events, p.retention_batch.get(), 100);
         let result = tokio::select! {
             _ = cancel.cancelled() => return,
             result = pass => result,

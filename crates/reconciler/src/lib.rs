@@ -8,18 +8,20 @@ pub mod pass;
 pub mod rebuild;
 pub mod report;
 pub mod requests;
+pub mod settings;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ledgerboard_core::cache::{Cache, CacheError};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::telemetry::metrics::metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::pass::{PassOptions, run_pass};
 use crate::report::PassReport;
+use crate::settings::{Sections, Settings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcilerError {
@@ -54,9 +56,14 @@ impl Reconciler {
             .map(|id| id.trim().to_owned())
     }
 
-    pub fn new(settings: Settings, db: Database, cache: Cache) -> Self {
+    /// `settings` may hold other daemons' sections too (tests running several in one process).
+    pub fn new<D: Holds<Sections>>(
+        settings: config::Settings<D>,
+        db: Database,
+        cache: Cache,
+    ) -> Self {
         Self {
-            settings: Arc::new(settings),
+            settings: Arc::new(settings.narrow()),
             db,
             cache,
             lock_held: Arc::new(AtomicBool::new(false)),

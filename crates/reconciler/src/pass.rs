@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
+use crate::settings::ReconcilerSettings;
 use ledgerboard_core::cache::{Cache, CacheError};
-use ledgerboard_core::config::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::{BoardId, Classification};
@@ -43,7 +43,7 @@ impl PassOptions {
             board: None,
             repair_ahead: settings.repair_ahead,
             remove_orphans: settings.remove_orphans,
-            chunk_size: settings.chunk_size,
+            chunk_size: settings.chunk_size.get(),
             max_boards: settings.max_boards_per_pass,
         }
     }

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use ledgerboard_core::cache::Cache;
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::source;
 use ledgerboard_core::domain::BoardId;
@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::lock::{self, HeldLock};
 use crate::pass::{PassError, PassOptions, run_pass};
 use crate::report::PassReport;
+use crate::settings::{Sections, Settings};
 
 #[derive(Debug, Serialize)]
 pub struct RebuildReport {
@@ -66,13 +67,15 @@ async fn acquire(
     }
 }
 
-pub async fn rebuild(
+/// `settings` may hold other daemons' sections too (`lbctl`, tests).
+pub async fn rebuild<D: Holds<Sections>>(
     db: &Database,
     cache: &Cache,
-    settings: &Settings,
+    settings: &config::Settings<D>,
     board: &BoardId,
     wait: Duration,
 ) -> Result<RebuildReport, RebuildError> {
+    let settings: &Settings = &settings.narrow();
     let held = acquire(cache, settings, wait).await?;
     let result = build_and_switch(db, cache, settings, board, &held).await;
     held.release().await;
@@ -95,7 +98,7 @@ async fn build_and_switch(
     let mut conn = cache.connection().await.map_err(PassError::from)?;
     // The build's seal lives while chunks keep coming; if this process dies, it expires and
     // the projector stops writing the abandoned generation.
-    let build_ttl_ms = settings.reconciler.lock_ttl_ms.max(1_000);
+    let build_ttl_ms = settings.reconciler.lock_ttl_ms.ms().max(1_000);
     let generation = uuid::Uuid::new_v4().simple().to_string();
     let built_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -125,7 +128,7 @@ async fn build_and_switch(
         .map_err(PassError::from)?;
 
     let started = Instant::now();
-    let chunk_size = settings.reconciler.chunk_size;
+    let chunk_size = settings.reconciler.chunk_size.get();
     let mut rows_read = 0_u64;
     // Each chunk's Redis write overlaps the read of the next chunk from PostgreSQL: the
     // build takes about the longer of the two, not their sum.

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::settings::Settings;
 use ledgerboard_core::cache::{Cache, CacheError};
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::telemetry::metrics::metrics;
