@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn the_file_sets_the_api_and_the_environment_overrides_it() {
-        let dir = std::env::temp_dir().join(format!("lb-api-config-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("lb-api-config-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("tmp dir");
         let file = dir.join("ledgerboard.toml");
         std::fs::write(
