@@ -66,8 +66,8 @@ impl From<config::ConfigError> for ConfigError {
 }
 
 /// The sections every binary reads, and `D`, the sections of its own daemon ([`SharedOnly`]
-/// for none).
-/// `D`'s sections are reached as if they were fields of their own (`settings.projector`).
+/// for none). `D`'s sections are reached as if they were fields of their own
+/// (`settings.projector`), through `Deref`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct Settings<D = SharedOnly> {
@@ -76,7 +76,7 @@ pub struct Settings<D = SharedOnly> {
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
     pub telemetry: TelemetrySettings,
-    /// Read from the same sources in a second pass (see [`load_from`]).
+    /// Read from the same sources in a second pass (see [`read_from`]).
     #[serde(skip)]
     pub daemon: D,
 }
