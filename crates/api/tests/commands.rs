@@ -3,12 +3,12 @@
 mod common;
 
 use common::{Settings, app_with, send};
-use ledgerboard_core::config::Millis;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use ledgerboard_core::config::Millis;
 use ledgerboard_core::db::migrate;
 use ledgerboard_testkit::{BlackHole, TestDb, closed_port};
 use serde_json::{Value, json};

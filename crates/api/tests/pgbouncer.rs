@@ -6,7 +6,6 @@
 mod common;
 
 use common::Settings;
-use ledgerboard_core::config::Count;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,7 @@ use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Count;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;

@@ -5,7 +5,6 @@
 
 mod common;
 
-use ledgerboard_core::config::Millis;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +15,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{Settings, app_with, get};
+use ledgerboard_core::config::Millis;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection_read::{Seal, board_seal};
 use ledgerboard_projector::Projector;

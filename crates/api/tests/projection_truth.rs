@@ -5,7 +5,6 @@
 mod common;
 
 use common::{TestEnv, app_with, get, seal};
-use ledgerboard_core::config::{Count, Millis};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +13,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_projector::Projector;

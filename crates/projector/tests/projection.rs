@@ -1,8 +1,8 @@
 //! The projector against the real PostgreSQL and Redis.
 
-use ledgerboard_core::config::{Count, Millis};
 use std::time::Duration;
 
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::outbox;
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};

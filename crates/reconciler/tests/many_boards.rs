@@ -7,11 +7,11 @@
 mod common;
 
 use common::TestEnv;
-use ledgerboard_core::config::Count;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ledgerboard_core::cache::Cache;
+use ledgerboard_core::config::Count;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;

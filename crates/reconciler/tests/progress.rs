@@ -5,11 +5,11 @@
 mod common;
 
 use common::*;
-use ledgerboard_core::config::{Count, Millis};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, ScoreCommand, UserId};
 use ledgerboard_core::scripts::{REPAIR, evalsha, send_pipeline};

@@ -3,9 +3,9 @@
 mod common;
 
 use common::*;
-use ledgerboard_core::config::{Count, Millis};
 use std::time::Duration;
 
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::{ReconcilerError, rebuild};
