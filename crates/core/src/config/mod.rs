@@ -388,6 +388,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_tool_reports_only_the_names_of_the_daemon_sections_it_adds() {
+        let loaded: Loaded<SharedOnly> = Loaded {
+            settings: Settings::default(),
+            ignored: vec!["database.urll".to_owned(), "reconciler.new_knob".to_owned()],
+        };
+        assert_eq!(
+            loaded.ignored_in_daemon_sections().collect::<Vec<_>>(),
+            ["reconciler.new_knob"]
+        );
+    }
+
+    #[test]
     fn redaction() {
         assert_eq!(
             redact_url("postgres://u:s3cret@db:5432/x"),
