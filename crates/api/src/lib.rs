@@ -1,13 +1,14 @@
 //! `ledgerboard-api`: the HTTP daemon for score commands and leaderboard reads.
 
+pub mod auth;
 pub mod coalesce;
 pub mod error;
 pub mod freshness;
-pub mod guard;
 mod observe;
 pub mod openapi;
 pub mod rebuilds;
 mod routes;
+pub mod settings;
 pub mod state;
 
 use std::sync::Arc;
@@ -18,12 +19,12 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use ledgerboard_core::config::ApiSettings;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
+use crate::settings::ApiSettings;
 pub use crate::state::AppState;
 
 /// The whole HTTP surface, with the limits from `api.*` settings.
@@ -41,7 +42,7 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
-            guard::require_read,
+            auth::require_read,
         ));
     Router::new()
         .route(
@@ -55,8 +56,8 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         ))
         .fallback(async || ApiError::NotFound)
         .method_not_allowed_fallback(async || ApiError::MethodNotAllowed)
-        .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
-        .layer(DefaultBodyLimit::max(settings.body_limit_bytes))
+        .layer(middleware::from_fn_with_state(state.clone(), auth::guard))
+        .layer(DefaultBodyLimit::max(settings.body_limit_bytes.get()))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
             bounded_request(req, next, request_timeout)
         }))
@@ -84,7 +85,7 @@ pub async fn serve(
     cancel: CancellationToken,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let permits = Arc::new(Semaphore::new(settings.max_connections));
+    let permits = Arc::new(Semaphore::new(settings.max_connections.get()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use ledgerboard_api::settings::Sections;
 use ledgerboard_api::{AppState, router, serve};
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::telemetry::admin::Health;
@@ -29,7 +30,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let addr = settings.api.listen_addr()?;
     let cancel = shutdown::on_signal();
     metrics().init_api_series();

@@ -1,14 +1,15 @@
 use std::sync::Arc;
 
-use ledgerboard_core::auth::TokenTable;
-use ledgerboard_core::config::{ApiSettings, DatabaseSettings, ReadAccess, Settings};
+use axum::extract::FromRef;
+use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
 
+use crate::auth::Auth;
 use crate::coalesce::TopReads;
 use crate::freshness::FreshnessCache;
-use crate::guard::Limiter;
 use crate::rebuilds::RebuildRequests;
+use crate::settings::{ApiSettings, Sections};
 
 /// What every handler can reach. Cheap to clone (pools and caches are shared).
 #[derive(Clone)]
@@ -21,10 +22,9 @@ pub struct AppState {
     pub cache: Store,
     pub freshness: Arc<FreshnessCache>,
     pub settings: Arc<ApiSettings>,
-    /// The tokens of `auth.tokens`, and whether reads need one.
-    pub tokens: Arc<TokenTable>,
-    pub reads: ReadAccess,
-    pub limiter: Option<Arc<Limiter>>,
+    /// The tokens of `auth.tokens`, whether reads need one, and the rate limit: all the guard
+    /// reads (see the `FromRef` below).
+    pub auth: Auth,
     /// Top reads in flight, shared by identical requests.
     pub top_reads: Arc<TopReads>,
     /// Rebuilds asked for by reads that found a board's projection not whole.
@@ -32,13 +32,17 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// `settings` were validated when loaded, so `auth.tokens` parses; should it not, no
-    /// token is accepted (every write is refused) rather than any.
+    /// `settings` may hold other daemons' sections too (tests running several in one process).
     ///
     /// The read pool is built here, from `settings.database` with `api.read_pool_max_size`
     /// connections, opened on first use.
-    pub fn new(db: Database, cache: Store, settings: &Settings) -> Self {
-        let api = &settings.api;
+    pub fn new<D: Holds<Sections>>(
+        db: Database,
+        cache: Store,
+        settings: &config::Settings<D>,
+    ) -> Self {
+        let own: Sections = settings.daemon.section();
+        let api = &own.api;
         let reads = DatabaseSettings {
             pool_max_size: api.read_pool_max_size,
             ..settings.database.clone()
@@ -55,11 +59,16 @@ impl AppState {
             cache,
             freshness: Arc::new(FreshnessCache::new(api.freshness_cache())),
             settings: Arc::new(api.clone()),
-            tokens: Arc::new(TokenTable::parse(&settings.auth.tokens).unwrap_or_default()),
-            reads: settings.auth.reads,
-            limiter: Limiter::new(api.rate_limit_per_s, api.rate_limit_burst).map(Arc::new),
+            auth: Auth::new(&own),
             top_reads: Arc::default(),
             rebuilds: Arc::default(),
         }
+    }
+}
+
+/// The guard's substate: the auth middleware reads this and nothing else of the state.
+impl FromRef<AppState> for Auth {
+    fn from_ref(state: &AppState) -> Self {
+        state.auth.clone()
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ledgerboard_api::coalesce::TopReads;
-use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::config::{Count, RedisSettings};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::RedisServer;
@@ -29,7 +29,7 @@ async fn concurrent_identical_reads_share_one_redis_read() {
     let settings = RedisSettings {
         url: server.url(),
         namespace: "coalesce".into(),
-        pool_max_size: 64,
+        pool_max_size: Count::of(64),
         ..RedisSettings::default()
     };
     let cache = Store::connect(&settings).expect("cache");

@@ -2,13 +2,13 @@
 
 mod common;
 
-use common::{app_with, send};
+use common::{Settings, app_with, send};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::Millis;
 use ledgerboard_core::db::migrate;
 use ledgerboard_testkit::{BlackHole, TestDb, closed_port};
 use serde_json::{Value, json};
@@ -395,8 +395,8 @@ async fn unreachable_database_answers_503_in_bounded_time() {
         let mut settings = Settings::default();
         settings.database.url = url.clone();
         settings.auth.tokens = ledgerboard_testkit::test_tokens();
-        settings.database.connect_timeout_ms = 500;
-        settings.database.pool_wait_timeout_ms = 500;
+        settings.database.connect_timeout_ms = Millis::of(500);
+        settings.database.pool_wait_timeout_ms = Millis::of(500);
         let app = app_with(&settings);
         let started = Instant::now();
         let answer = tokio::time::timeout(

@@ -76,3 +76,49 @@ async fn a_command_posted_twice_applies_once() {
         .expect("stops on SIGTERM");
     assert!(status.success(), "{}", api.stderr());
 }
+
+/// A settings file shared by the daemons, and the environment, may hold values the api would
+/// not accept in the other daemons' sections (a rollback of one daemon, a typo in another's
+/// section): the api reads only its own and the shared ones, and names what it ignored.
+#[tokio::test]
+async fn starts_with_an_invalid_value_in_another_daemons_section() {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    migrate(&db.url).await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut env = daemon_env(&db, &redis);
+    env.extend(
+        [
+            ("LEDGERBOARD__API__LISTEN", listen.as_str()),
+            // Outside the projector's bounds and of the wrong type for the reconciler.
+            ("LEDGERBOARD__PROJECTOR__BATCH_SIZE", "0"),
+            ("LEDGERBOARD__RECONCILER__CHUNK_SIZE", "many"),
+            // A setting this version does not know, in the api's own section.
+            ("LEDGERBOARD__API__NEW_KNOB", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut api = Process::start(BINARY, &[], &env);
+    assert!(
+        api.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
+        "{}",
+        api.stderr()
+    );
+    let stderr = api.stderr();
+    assert!(
+        stderr.contains("unknown setting ignored") && stderr.contains("api.new_knob"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("projector.batch_size"), "{stderr}");
+    let addr = listen.clone();
+    let (status, body) =
+        tokio::task::spawn_blocking(move || http_request(&addr, "GET", "/v1/boards/b/top", ""))
+            .await
+            .expect("client thread");
+    assert_eq!(status, 200, "{body}");
+    let status = api
+        .terminate(Duration::from_secs(10))
+        .expect("stops on SIGTERM");
+    assert!(status.success(), "{}", api.stderr());
+}

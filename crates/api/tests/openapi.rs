@@ -4,11 +4,10 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use ledgerboard_core::config::Settings;
 
 async fn get(uri: &str) -> (StatusCode, String) {
     // The document needs no server: a pool that never connects is enough.
-    let app = common::app_with(&Settings::default());
+    let app = common::app_with(&common::Settings::default());
     common::send_text(
         &app,
         Request::get(uri).body(Body::empty()).expect("request"),

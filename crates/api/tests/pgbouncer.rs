@@ -3,13 +3,16 @@
 //! start-up option, a session lock) would break. LISTEN and migrations use
 //! `database.direct_url`.
 
+mod common;
+
+use common::Settings;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::Count;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
@@ -17,8 +20,6 @@ use ledgerboard_projector::Projector;
 use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-mod common;
 
 use common::send;
 
@@ -88,10 +89,10 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     settings.database.url = bouncer.url(&db.name);
     settings.database.direct_url = db.url.clone();
     settings.database.transaction_pooler = true;
-    settings.database.pool_max_size = 8;
+    settings.database.pool_max_size = Count::of(8);
     settings.redis.namespace = redis.namespace.clone();
     settings.auth.tokens = test_tokens();
-    settings.projector.batch_size = 50;
+    settings.projector.batch_size = Count::of(50);
     settings.validate().expect("valid settings");
     // Through direct_url: the migration lock is a session lock.
     migrate(&settings.database).await.expect("migrate");

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{app_with, get};
-use ledgerboard_core::config::Settings;
+use common::{Settings, app_with, get};
+use ledgerboard_core::config::Millis;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
@@ -147,15 +147,15 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
     let redis = TestRedis::new();
     let mut settings = Settings::default();
     settings.database.url = pg.url();
-    settings.database.connect_timeout_ms = 1_000;
-    settings.database.pool_wait_timeout_ms = 1_000;
+    settings.database.connect_timeout_ms = Millis::of(1_000);
+    settings.database.pool_wait_timeout_ms = Millis::of(1_000);
     settings.redis.url = redis.url.clone();
     settings.redis.namespace = redis.namespace.clone();
-    settings.projector.poll_interval_ms = 50;
-    settings.shutdown.grace_ms = 2_000;
+    settings.projector.poll_interval_ms = Millis::of(50);
+    settings.shutdown.grace_ms = Millis::of(2_000);
     settings.auth.tokens = ledgerboard_testkit::test_tokens();
-    settings.api.freshness_cache_ms = 0;
-    settings.reconciler.interval_ms = 3_600_000;
+    settings.api.freshness_cache_ms = Millis::of(0);
+    settings.reconciler.interval_ms = Millis::of(3_600_000);
     settings.validate().expect("settings");
     ledgerboard_core::db::migrate(&settings.database)
         .await

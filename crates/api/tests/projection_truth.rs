@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{app_with, get, seal};
+use common::{TestEnv, app_with, get, seal};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::StatusCode;
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
-use ledgerboard_testkit::{RedisServer, TestEnv};
+use ledgerboard_testkit::RedisServer;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -128,7 +129,7 @@ async fn until_rebuilt(app: &Router, env: &TestEnv, board: &str) -> Duration {
 /// The reconciler daemon's loop (passes far apart: only the rebuild requests matter here).
 fn reconciler(env: &TestEnv) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let mut settings = env.settings.clone();
-    settings.reconciler.interval_ms = 3_600_000;
+    settings.reconciler.interval_ms = Millis::of(3_600_000);
     let cancel = CancellationToken::new();
     let r = Reconciler::new(settings, env.database(), env.cache());
     (cancel.clone(), tokio::spawn(r.run(cancel)))
@@ -136,7 +137,7 @@ fn reconciler(env: &TestEnv) -> (CancellationToken, tokio::task::JoinHandle<()>)
 
 #[tokio::test]
 async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
-    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
     sealed_board(&env, "lost", 2_000).await;
     let app = app_with(&env.settings);
     let cache = env.cache();
@@ -208,7 +209,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
 
 #[tokio::test]
 async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
-    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
     sealed_board(&env, "edit", 50).await;
     let app = app_with(&env.settings);
     let cache = env.cache();
@@ -250,7 +251,7 @@ async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
 async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
     let mut server = RedisServer::start();
     let env = TestEnv::with_redis_url(Some(server.url()), |s| {
-        s.api.freshness_cache_ms = 0;
+        s.api.freshness_cache_ms = Millis::of(0);
     })
     .await;
     sealed_board(&env, "r", 1_000).await;
@@ -294,7 +295,7 @@ async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
 
 #[tokio::test]
 async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_is_cancelled() {
-    let env = TestEnv::new(|s| s.api.freshness_cache_ms = 0).await;
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
     sealed_board(&env, "b", 20).await;
     let app = app_with(&env.settings);
     // A session holds the outbox locked, as a long migration or a stuck vacuum might: the lag
@@ -352,8 +353,8 @@ async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_
 #[tokio::test]
 async fn one_boards_large_backlog_is_stated_and_leaves_other_boards_alone() {
     let env = TestEnv::new(|s| {
-        s.api.freshness_cache_ms = 0;
-        s.api.max_lag_ms = 1_000;
+        s.api.freshness_cache_ms = Millis::of(0);
+        s.api.max_lag_ms = Millis::of(1_000);
     })
     .await;
     sealed_board(&env, "quiet", 100).await;
@@ -451,9 +452,9 @@ async fn command(db: &Database, board: &str, user: &str, delta: i64) -> i64 {
 #[tokio::test]
 async fn a_rebuild_under_constant_writes_never_shows_an_older_score() {
     let env = TestEnv::new(|s| {
-        s.api.freshness_cache_ms = 0;
-        s.projector.poll_interval_ms = 10;
-        s.reconciler.chunk_size = 20;
+        s.api.freshness_cache_ms = Millis::of(0);
+        s.projector.poll_interval_ms = Millis::of(10);
+        s.reconciler.chunk_size = Count::of(20);
     })
     .await;
     // The hot members sort first, so the build reads them in its first chunk and then takes

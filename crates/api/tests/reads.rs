@@ -5,8 +5,9 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{app_with, get, seal};
-use ledgerboard_testkit::{TestEnv, closed_port};
+use common::{TestEnv, app_with, get, seal};
+use ledgerboard_core::config::Millis;
+use ledgerboard_testkit::closed_port;
 use tower::ServiceExt;
 
 /// Source rows for `board`, written to PostgreSQL, then projected into Redis by the real
@@ -125,8 +126,8 @@ fn urlencode(s: &str) -> String {
 #[tokio::test]
 async fn bounded_reads_switch_to_the_database_while_the_projection_lags() {
     let env = TestEnv::new(|s| {
-        s.api.max_lag_ms = 1_000;
-        s.api.freshness_cache_ms = 0;
+        s.api.max_lag_ms = Millis::of(1_000);
+        s.api.freshness_cache_ms = Millis::of(0);
     })
     .await;
     board_with(&env, "b", &[("alice".into(), 10), ("bob".into(), 5)]).await;
@@ -239,8 +240,8 @@ async fn redis_down_bounded_reads_use_the_database_and_eventual_reads_fail_fast(
 #[tokio::test]
 async fn postgres_down_eventual_reads_use_the_projection_bounded_and_strong_fail_closed() {
     let env = TestEnv::new(|s| {
-        s.database.connect_timeout_ms = 300;
-        s.database.pool_wait_timeout_ms = 300;
+        s.database.connect_timeout_ms = Millis::of(300);
+        s.database.pool_wait_timeout_ms = Millis::of(300);
     })
     .await;
     board_with(&env, "b", &[("alice".into(), 10), ("bob".into(), 7)]).await;
@@ -359,9 +360,9 @@ async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
     use tokio_util::sync::CancellationToken;
 
     let env = TestEnv::new(|s| {
-        s.api.max_lag_ms = 500;
-        s.api.freshness_cache_ms = 0;
-        s.projector.poll_interval_ms = 20;
+        s.api.max_lag_ms = Millis::of(500);
+        s.api.freshness_cache_ms = Millis::of(0);
+        s.projector.poll_interval_ms = Millis::of(20);
     })
     .await;
     let app = app_with(&env.settings);

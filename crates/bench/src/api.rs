@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::settings::Settings;
 use ledgerboard_api::{AppState, router, serve};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::Count;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{TestDb, TestRedis, test_tokens};
@@ -30,8 +31,8 @@ impl Stack {
         let mut settings = Settings::default();
         settings.database.url = db.url.clone();
         settings.redis.namespace = redis.namespace.clone();
-        settings.database.pool_max_size = clients;
-        settings.redis.pool_max_size = clients;
+        settings.database.pool_max_size = Count::new(clients)?;
+        settings.redis.pool_max_size = Count::new(clients)?;
         settings.auth.tokens = test_tokens();
         // Every load client comes from one address: the per-address limit would measure itself.
         settings.api.rate_limit_per_s = 0;

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::config::Settings;
+use crate::settings::Settings;
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
@@ -55,8 +56,8 @@ pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
     let db = TestDb::create().await;
     let mut settings = Settings::default();
     settings.database.url = db.url.clone();
-    settings.projector.batch_size = 500;
-    settings.projector.poll_interval_ms = 100;
+    settings.projector.batch_size = Count::of(500);
+    settings.projector.poll_interval_ms = Millis::of(100);
     migrate(&settings.database).await?;
     let client = db.client().await;
     seed_skewed_boards(&client, rows, cold_every, HOT, HOT_USERS).await;

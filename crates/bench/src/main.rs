@@ -14,6 +14,7 @@ mod projector;
 mod reads;
 mod reconciler;
 mod report;
+mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ledgerboard_core::config::Settings;
+use crate::settings::Settings;
 use ledgerboard_core::db::{Database, migrate, outbox};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;

@@ -5,8 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::settings::Settings;
 use anyhow::Context;
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::{Database, migrate, outbox, sql};
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
@@ -52,8 +53,8 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     let db = TestDb::create().await;
     let mut settings = Settings::default();
     settings.database.url = db.url.clone();
-    settings.projector.batch_size = BATCH;
-    settings.projector.poll_interval_ms = 100;
+    settings.projector.batch_size = const { Count::of(BATCH) };
+    settings.projector.poll_interval_ms = Millis::of(100);
     migrate(&settings.database).await?;
     let client = db.client().await;
     seed_outbox(&client, BOARD, users, rows).await;

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::settings::Settings;
 use anyhow::Context;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use serde::Serialize;

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::settings::Settings;
 use anyhow::Context;
-use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;

@@ -1,5 +1,6 @@
 //! `lbctl`: the operator's tool.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -9,6 +10,7 @@ use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
+use ledgerboard_reconciler::settings::Sections as ReconcilerSections;
 
 /// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows, rebuilds.
 #[derive(Parser)]
@@ -111,7 +113,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Migrate => migrate(&settings).await,
         Command::Status { json } => status(&settings, json).await,
         Command::Parked { command } => parked(&settings, command).await,
-        Command::Rebuild { board, wait_secs } => rebuild(&settings, &board, wait_secs).await,
+        Command::Rebuild { board, wait_secs } => {
+            rebuild(args.daemon.config.as_deref(), &board, wait_secs).await
+        }
     }
 }
 
@@ -188,7 +192,9 @@ async fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn rebuild(settings: &Settings, board: &str, wait_secs: u64) -> anyhow::Result<()> {
+/// The reconciler's rebuild, with the reconciler's settings (its lock and chunk size).
+async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> anyhow::Result<()> {
+    let settings = &daemon::load_daemon_settings::<ReconcilerSections>(config_file)?;
     let board = BoardId::parse(board).context("--board")?;
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use ledgerboard_core::config::SharedOnly;
 use ledgerboard_testkit::{Process, TestDb};
 
 const LBCTL: &str = env!("CARGO_BIN_EXE_lbctl");
@@ -145,7 +146,7 @@ async fn parked_rows_are_listed_and_requeued() {
 
 #[tokio::test]
 async fn rebuild_builds_a_board_from_the_source() {
-    let env = ledgerboard_testkit::TestEnv::new(|_| {}).await;
+    let env = ledgerboard_testkit::TestEnv::<SharedOnly>::new(|_| {}).await;
     env.seed("weekly", 300, 900).await;
     let output = std::process::Command::new(LBCTL)
         .args(["rebuild", "--board", "weekly"])

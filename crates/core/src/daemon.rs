@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Settings;
+use crate::config::{DaemonSection, Loaded, Settings};
 use crate::db::{Database, StoreError, check_schema, wait_until_reachable};
 use crate::telemetry::Telemetry;
 
@@ -42,28 +42,59 @@ pub fn exit(name: &str, result: Result<(), String>) -> ExitCode {
     }
 }
 
-/// A daemon's first step: loads the settings (file, then environment) and installs logs,
-/// traces and metrics. Call it inside the Tokio runtime.
-pub fn start(
+/// A daemon's first step: loads the shared settings and the daemon's own `D` (file, then
+/// environment) and installs logs, traces and metrics. Call it inside the Tokio runtime.
+pub fn start<D: DaemonSection>(
     service: &'static str,
     config_file: Option<&Path>,
-) -> Result<(Settings, Telemetry), StartupError> {
-    let settings = Settings::load(config_file)?;
+) -> Result<(Settings<D>, Telemetry), StartupError> {
+    let Loaded { settings, ignored } = crate::config::load::<D>(config_file)?;
     let telemetry = crate::telemetry::init(service, &settings.log, &settings.telemetry)?;
+    warn_ignored(&ignored);
     Ok((settings, telemetry))
 }
 
 /// Loads the settings (file, then environment) and installs logging only (`lbctl`).
-pub fn load_settings(config_file: Option<&Path>) -> Result<Settings, StartupError> {
-    let settings = Settings::load(config_file)?;
+pub fn load_settings<D: DaemonSection>(
+    config_file: Option<&Path>,
+) -> Result<Settings<D>, StartupError> {
+    let Loaded { settings, ignored } = crate::config::load::<D>(config_file)?;
     crate::telemetry::init_logging(&settings.log);
+    warn_ignored(&ignored);
     Ok(settings)
+}
+
+/// Loads the settings again with a daemon's sections `D`, for a tool that loaded the shared
+/// ones with [`load_settings`] and needs one daemon's for one command (`lbctl rebuild` reads
+/// the reconciler's), so no other command depends on them.
+pub fn load_daemon_settings<D: DaemonSection>(
+    config_file: Option<&Path>,
+) -> Result<Settings<D>, StartupError> {
+    let loaded = crate::config::load::<D>(config_file)?;
+    let ignored: Vec<String> = loaded
+        .ignored_in_daemon_sections()
+        .map(str::to_owned)
+        .collect();
+    warn_ignored(&ignored);
+    Ok(loaded.settings)
+}
+
+/// Names the settings file or environment set that this version does not know (a typo, or a
+/// setting of a newer version after a rollback): logged, never fatal.
+fn warn_ignored(ignored: &[String]) {
+    for setting in ignored {
+        tracing::warn!(
+            setting,
+            env = crate::config::env_name(setting),
+            "unknown setting ignored"
+        );
+    }
 }
 
 /// Opens the pool, waits for PostgreSQL (bounded by `database.startup_timeout_ms`) and checks
 /// the schema version. `Ok(None)` means shutdown was requested while waiting.
-pub async fn open_database(
-    settings: &Settings,
+pub async fn open_database<D: Sync>(
+    settings: &Settings<D>,
     application_name: &str,
     cancel: &CancellationToken,
 ) -> Result<Option<Database>, StartupError> {

@@ -119,7 +119,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
 }
 
 fn settings_are_valid(redis: &RedisSettings) {
-    let settings = ledgerboard_core::config::Settings {
+    let settings: ledgerboard_core::config::Settings = ledgerboard_core::config::Settings {
         redis: redis.clone(),
         ..Default::default()
     };

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::config::{Millis, RedisSettings};
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{BlackHole, TestRedis};
 
@@ -33,8 +33,8 @@ async fn a_silent_redis_fails_within_the_timeouts() {
     let hole = BlackHole::start();
     let settings = RedisSettings {
         url: format!("redis://{}", hole.addr()),
-        connect_timeout_ms: 300,
-        response_timeout_ms: 300,
+        connect_timeout_ms: Millis::of(300),
+        response_timeout_ms: Millis::of(300),
         ..RedisSettings::default()
     };
     let store = Store::connect(&settings).expect("pool");

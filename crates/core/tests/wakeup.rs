@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ledgerboard_core::config::DatabaseSettings;
+use ledgerboard_core::config::{Count, DatabaseSettings};
 use ledgerboard_core::db::{Database, apply_score_command, migrate, sql};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_testkit::TestDb;
@@ -55,7 +55,7 @@ async fn commands_wake_the_projectors_with_coalesced_notifications() {
     let test_db = TestDb::create().await;
     let settings = DatabaseSettings {
         url: test_db.url.clone(),
-        pool_max_size: 20,
+        pool_max_size: Count::of(20),
         ..DatabaseSettings::default()
     };
     migrate(&settings).await.expect("migrate");

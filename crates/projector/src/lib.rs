@@ -3,6 +3,7 @@
 //! projection script makes every repeat harmless.
 
 pub mod redis_guard;
+pub mod settings;
 pub mod stats;
 pub mod wakeup;
 pub mod worker;
@@ -10,13 +11,14 @@ pub mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ledgerboard_core::config::{Settings, UnsafeRedisAction};
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::outbox;
 use ledgerboard_core::projection::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::settings::{Sections, Settings, UnsafeRedisAction};
 use crate::stats::Stats;
 use crate::worker::Worker;
 
@@ -35,11 +37,16 @@ pub struct Projector {
 }
 
 impl Projector {
-    pub fn new(settings: Settings, db: Database, cache: Store) -> Self {
+    /// `settings` may hold other daemons' sections too (tests running several in one process).
+    pub fn new<D: Holds<Sections>>(
+        settings: config::Settings<D>,
+        db: Database,
+        cache: Store,
+    ) -> Self {
         // The pod's name (HOSTNAME): leases then say which pod holds a row.
         let instance = ledgerboard_core::ids::instance_id("projector");
         Self {
-            settings: Arc::new(settings),
+            settings: Arc::new(settings.narrow()),
             db,
             cache,
             stats: Arc::new(Stats::default()),
@@ -91,7 +98,7 @@ impl Projector {
         let p = &self.settings.projector;
         let (wake, listener) = wakeup::spawn(&self.settings.database, cancel.clone());
         let mut tasks = JoinSet::new();
-        for index in 0..p.workers {
+        for index in 0..p.workers.get() {
             tasks.spawn(self.worker(index).run(cancel.clone(), wake.clone()));
         }
         tasks.spawn(retention_loop(
@@ -122,9 +129,8 @@ impl Projector {
 
 async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: CancellationToken) {
     let p = &settings.projector;
-    let published =
-        (p.published_retention_ms > 0).then(|| Duration::from_millis(p.published_retention_ms));
-    let events = (p.event_retention_ms > 0).then(|| Duration::from_millis(p.event_retention_ms));
+    let published = (p.published_retention_ms.ms() > 0).then(|| p.published_retention_ms.get());
+    let events = (p.event_retention_ms.ms() > 0).then(|| p.event_retention_ms.get());
     if published.is_none() && events.is_none() {
         return;
     }
@@ -133,7 +139,7 @@ async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: Cancellat
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(p.retention_interval()) => {}
         }
-        let pass = outbox::retention_pass(&db, published, events, p.retention_batch, 100);
+        let pass = outbox::retention_pass(&db, published, events, p.retention_batch.get(), 100);
         let result = tokio::select! {
             _ = cancel.cancelled() => return,
             result = pass => result,

@@ -11,6 +11,7 @@ use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_projector::Projector;
+use ledgerboard_projector::settings::Sections;
 
 const NAME: &str = "ledgerboard-projector";
 
@@ -30,7 +31,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let admin_addr = settings.projector.admin_addr()?;
     let cancel = shutdown::on_signal();
     metrics().init_projector_series();
@@ -48,7 +49,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         cancel.clone(),
     );
     let mode = settings.projector.mode;
-    let workers = settings.projector.workers;
+    let workers = settings.projector.workers.get();
     let projector = Projector::new(settings, db.clone(), cache);
     projector.check_redis().await?;
     tracing::info!(?mode, workers, "{NAME} started");

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::settings::{ClaimMode, Settings, batch_deadline};
 use deadpool_postgres::Object;
 use ledgerboard_core::backoff::Backoff;
-use ledgerboard_core::config::{ClaimMode, Settings};
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError};
@@ -92,7 +92,7 @@ impl Worker {
                         tracing::info!(after = ?since.elapsed(), "projection resumed");
                     }
                     backoff.reset();
-                    if tally.claimed == p.batch_size {
+                    if tally.claimed == p.batch_size.get() {
                         continue;
                     }
                 }
@@ -134,7 +134,7 @@ impl Worker {
                 return Some(Err(e));
             }
         };
-        let deadline = self.settings.projector_batch_deadline();
+        let deadline = batch_deadline(&self.settings);
         let grace = self.settings.shutdown.grace().min(deadline);
         let started = Instant::now();
         let (result, connection_unusable) = {
@@ -178,7 +178,7 @@ impl Worker {
 
     async fn transactional_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let tx = client.transaction().await?;
-        let batch_size = self.settings.projector.batch_size;
+        let batch_size = self.settings.projector.batch_size.get();
         let claimed = timed_db_call(
             "outbox_claim",
             outbox::claim(&tx, self.db.statements(), batch_size),
@@ -211,7 +211,7 @@ impl Worker {
         let claim = outbox::claim_leased(
             &*client,
             self.db.statements(),
-            p.batch_size,
+            p.batch_size.get(),
             &self.owner,
             p.lease(),
         );
@@ -287,8 +287,8 @@ impl Worker {
         .await?;
         let p = &self.settings.projector;
         let policy = RetryPolicy {
-            base_ms: p.retry_base_ms,
-            max_ms: p.retry_max_ms,
+            base_ms: p.retry_base_ms.ms(),
+            max_ms: p.retry_max_ms.ms(),
             max_attempts: p.max_attempts,
         };
         tally.failed = failures.len() as u64;

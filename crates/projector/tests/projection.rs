@@ -2,13 +2,17 @@
 
 use std::time::Duration;
 
-use ledgerboard_core::config::ClaimMode;
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::outbox;
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::{RedisServer, TestEnv as Env};
+use ledgerboard_projector::settings::{ClaimMode, Sections, UnsafeRedisAction};
+use ledgerboard_testkit::RedisServer;
 use tokio_util::sync::CancellationToken;
+
+/// The projector's settings in a test environment of its own.
+type Env = ledgerboard_testkit::TestEnv<Sections>;
 
 const TTL: Duration = Duration::from_secs(60);
 
@@ -169,7 +173,7 @@ async fn a_crash_between_redis_and_commit_is_redelivered_to_the_same_state() {
 
 #[tokio::test]
 async fn four_replicas_drain_20000_rows_exactly_once() {
-    let env = Env::new(|s| s.projector.batch_size = 500).await;
+    let env = Env::new(|s| s.projector.batch_size = Count::of(500)).await;
     env.seed("alpha", 1_000, 12_000).await;
     env.seed("beta", 700, 8_000).await;
     let cancel = CancellationToken::new();
@@ -203,8 +207,8 @@ async fn four_replicas_drain_20000_rows_exactly_once() {
 async fn a_poison_row_is_parked_while_the_rest_drain_and_requeue_recovers_it() {
     let env = Env::new(|s| {
         s.projector.max_attempts = 3;
-        s.projector.retry_base_ms = 1;
-        s.projector.retry_max_ms = 10;
+        s.projector.retry_base_ms = Millis::of(1);
+        s.projector.retry_max_ms = Millis::of(10);
     })
     .await;
     env.seed("good", 100, 1_000).await;
@@ -265,10 +269,10 @@ async fn a_poison_row_is_parked_while_the_rest_drain_and_requeue_recovers_it() {
 async fn redis_stopped_mid_drain_then_started_again_everything_drains() {
     let mut server = RedisServer::start();
     let env = Env::with_redis_url(Some(server.url()), |s| {
-        s.projector.batch_size = 50;
-        s.projector.outage_backoff_max_ms = 200;
-        s.redis.response_timeout_ms = 300;
-        s.redis.connect_timeout_ms = 300;
+        s.projector.batch_size = Count::of(50);
+        s.projector.outage_backoff_max_ms = Millis::of(200);
+        s.redis.response_timeout_ms = Millis::of(300);
+        s.redis.connect_timeout_ms = Millis::of(300);
     })
     .await;
     env.seed("b", 200, 6_000).await;
@@ -307,7 +311,7 @@ async fn redis_stopped_mid_drain_then_started_again_everything_drains() {
 async fn redis_out_of_memory_backs_off_without_parking() {
     let server = RedisServer::start();
     let env = Env::with_redis_url(Some(server.url()), |s| {
-        s.projector.outage_backoff_max_ms = 100;
+        s.projector.outage_backoff_max_ms = Millis::of(100);
         s.projector.max_attempts = 2;
     })
     .await;
@@ -341,7 +345,7 @@ async fn redis_out_of_memory_backs_off_without_parking() {
 #[tokio::test]
 async fn a_commit_wakes_an_idle_projector() {
     // A poll interval far longer than the test: only the NOTIFY can wake the projector.
-    let env = Env::new(|s| s.projector.poll_interval_ms = 600_000).await;
+    let env = Env::new(|s| s.projector.poll_interval_ms = Millis::of(600_000)).await;
     let cancel = CancellationToken::new();
     let (_, handle) = start_replica(&env, &cancel);
     tokio::time::sleep(Duration::from_millis(300)).await; // let it go idle and LISTEN
@@ -368,9 +372,9 @@ async fn a_commit_wakes_an_idle_projector() {
 async fn leased_mode_drains_and_takes_over_expired_leases() {
     let env = Env::new(|s| {
         s.projector.mode = ClaimMode::Leased;
-        s.projector.lease_ms = 20_000;
-        s.redis.response_timeout_ms = 500;
-        s.database.statement_timeout_ms = 1_000;
+        s.projector.lease_ms = Millis::of(20_000);
+        s.redis.response_timeout_ms = Millis::of(500);
+        s.database.statement_timeout_ms = Millis::of(1_000);
     })
     .await;
     env.seed("b", 100, 1_000).await;
@@ -476,7 +480,7 @@ async fn an_evicting_redis_is_reported_or_refused() {
         .expect("warn mode starts anyway");
 
     let refuse = Env::with_redis_url(Some(server.url()), |s| {
-        s.projector.unsafe_redis = ledgerboard_core::config::UnsafeRedisAction::Refuse;
+        s.projector.unsafe_redis = UnsafeRedisAction::Refuse;
     })
     .await;
     let projector = Projector::new(refuse.settings.clone(), refuse.database(), refuse.cache());
@@ -493,10 +497,10 @@ async fn an_evicting_redis_is_reported_or_refused() {
 async fn shutdown_abandons_a_stuck_batch_within_the_grace() {
     let hole = ledgerboard_testkit::BlackHole::start();
     let env = Env::with_redis_url(Some(format!("redis://{}", hole.addr())), |s| {
-        s.redis.connect_timeout_ms = 3_000;
-        s.redis.response_timeout_ms = 3_000;
-        s.database.statement_timeout_ms = 8_000;
-        s.shutdown.grace_ms = 300;
+        s.redis.connect_timeout_ms = Millis::of(3_000);
+        s.redis.response_timeout_ms = Millis::of(3_000);
+        s.database.statement_timeout_ms = Millis::of(8_000);
+        s.shutdown.grace_ms = Millis::of(300);
     })
     .await;
     env.seed("b", 10, 10).await;

@@ -8,11 +8,12 @@ pub mod pass;
 pub mod rebuild;
 pub mod report;
 pub mod requests;
+pub mod settings;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::{ReadModelError, Store, inspect};
 use ledgerboard_core::telemetry::metrics::metrics;
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::pass::{PassOptions, run_pass};
 use crate::report::PassReport;
+use crate::settings::{Sections, Settings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcilerError {
@@ -37,9 +39,14 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    pub fn new(settings: Settings, db: Database, store: Store) -> Self {
+    /// `settings` may hold other daemons' sections too (tests running several in one process).
+    pub fn new<D: Holds<Sections>>(
+        settings: config::Settings<D>,
+        db: Database,
+        store: Store,
+    ) -> Self {
         Self {
-            settings: Arc::new(settings),
+            settings: Arc::new(settings.narrow()),
             db,
             store,
             lock_held: Arc::new(AtomicBool::new(false)),

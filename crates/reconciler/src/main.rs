@@ -13,6 +13,7 @@ use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
+use ledgerboard_reconciler::settings::Sections;
 
 const NAME: &str = "ledgerboard-reconciler";
 
@@ -45,7 +46,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let (settings, telemetry) = daemon::start(NAME, args.daemon.config.as_deref())?;
+    let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let admin_addr = settings.reconciler.admin_addr()?;
     let board = args
         .board

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use ledgerboard_core::config::ReconcilerSettings;
+use crate::settings::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::BoardId;
@@ -41,7 +41,7 @@ impl PassOptions {
             board: None,
             repair_ahead: settings.repair_ahead,
             remove_orphans: settings.remove_orphans,
-            chunk_size: settings.chunk_size,
+            chunk_size: settings.chunk_size.get(),
             max_boards: settings.max_boards_per_pass,
         }
     }

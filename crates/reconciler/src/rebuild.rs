@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::source;
 use ledgerboard_core::domain::BoardId;
@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::lock::{self, HeldLock};
 use crate::pass::{PassError, PassOptions, run_pass};
 use crate::report::PassReport;
+use crate::settings::{Sections, Settings};
 
 #[derive(Debug, Serialize)]
 pub struct RebuildReport {
@@ -68,13 +69,15 @@ async fn acquire(
     }
 }
 
-pub async fn rebuild(
+/// `settings` may hold other daemons' sections too (`lbctl`, tests).
+pub async fn rebuild<D: Holds<Sections>>(
     db: &Database,
     store: &Store,
-    settings: &Settings,
+    settings: &config::Settings<D>,
     board: &BoardId,
     wait: Duration,
 ) -> Result<RebuildReport, RebuildError> {
+    let settings: &Settings = &settings.narrow();
     let held = acquire(store, settings, wait).await?;
     let result = build_and_switch(db, store, settings, board, &held).await;
     held.release().await;
@@ -90,7 +93,7 @@ async fn build_and_switch(
 ) -> Result<RebuildReport, RebuildError> {
     // The build's seal lives while chunks keep coming; if this process dies, it expires and
     // the projector stops writing the abandoned generation.
-    let build_ttl_ms = settings.reconciler.lock_ttl_ms.max(1_000);
+    let build_ttl_ms = settings.reconciler.lock_ttl_ms.ms().max(1_000);
     // Leftovers of a rebuild that died half-way go first; then the seal that makes the
     // projector write the new generation too, before anything is read from PostgreSQL.
     let mut build = Build::begin(store, board, build_ttl_ms)
@@ -99,7 +102,7 @@ async fn build_and_switch(
     let generation = build.generation().to_owned();
 
     let started = Instant::now();
-    let chunk_size = settings.reconciler.chunk_size;
+    let chunk_size = settings.reconciler.chunk_size.get();
     let mut rows_read = 0_u64;
     // Each chunk's Redis write overlaps the read of the next chunk from PostgreSQL: the
     // build takes about the longer of the two, not their sum.

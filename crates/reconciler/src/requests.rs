@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::config::Settings;
+use crate::settings::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::{ReadModelError, Store, generation};

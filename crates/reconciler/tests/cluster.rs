@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::TestEnv;
+
 use std::time::Duration;
 
 use ledgerboard_core::domain::BoardId;
@@ -11,7 +13,6 @@ use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_reconciler::pass::PassOptions;
 use ledgerboard_reconciler::{Reconciler, rebuild};
-use ledgerboard_testkit::TestEnv;
 
 #[tokio::test]
 async fn reconcile_and_rebuild_work_on_a_cluster() {

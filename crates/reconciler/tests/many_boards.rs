@@ -4,15 +4,19 @@
 //! rows); then the reconciler walks the boards in bounded passes that continue one another, and
 //! reports each board with drift, without ever scanning Redis's key space.
 
+mod common;
+
+use common::TestEnv;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ledgerboard_core::config::Count;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
-use ledgerboard_testkit::{RedisServer, TestEnv, seed_skewed_boards, source_boards};
+use ledgerboard_testkit::{RedisServer, seed_skewed_boards, source_boards};
 use tokio_util::sync::CancellationToken;
 
 const ROWS: i64 = 40_000;
@@ -103,8 +107,8 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     // A Redis of its own: its command statistics must show no key-space scan.
     let server = RedisServer::start();
     let env = TestEnv::with_redis_url(Some(server.url()), |s| {
-        s.projector.batch_size = BATCH;
-        s.projector.workers = WORKERS;
+        s.projector.batch_size = Count::of(BATCH);
+        s.projector.workers = Count::of(WORKERS);
         s.reconciler.max_boards_per_pass = 4_000;
     })
     .await;

@@ -1,10 +1,13 @@
 //! `ledgerboard-reconciler --once` as an operator runs it: the acceptance scenario.
 
+mod common;
+
+use common::TestEnv;
 use std::time::Duration;
 
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::{Process, TestEnv};
+use ledgerboard_testkit::Process;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-reconciler");
 

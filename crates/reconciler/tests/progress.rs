@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::{Database, apply_score_command};
 use ledgerboard_core::domain::{BoardId, Delta, ScoreCommand, UserId};
 use ledgerboard_core::projection::scripts::{REPAIR, evalsha, send_pipeline};
@@ -36,8 +37,8 @@ async fn passes_under_constant_writes_find_no_drift_and_nothing_ahead() {
     const USERS: i64 = 2_000;
     const PASSES: usize = 25;
     let env = projected_env(USERS, |s| {
-        s.reconciler.chunk_size = 50;
-        s.projector.poll_interval_ms = 20;
+        s.reconciler.chunk_size = Count::of(50);
+        s.projector.poll_interval_ms = Millis::of(20);
     })
     .await;
     let cancel = CancellationToken::new();

@@ -5,10 +5,10 @@ mod common;
 use common::*;
 use std::time::Duration;
 
+use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::{ReconcilerError, rebuild};
-use ledgerboard_testkit::TestEnv;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -114,9 +114,9 @@ async fn two_reconcilers_started_together_only_one_works() {
 #[tokio::test]
 async fn a_lock_lost_mid_pass_stops_the_repairs() {
     let env = TestEnv::new(|s| {
-        s.reconciler.chunk_size = 50;
-        s.reconciler.lock_renew_ms = 100;
-        s.reconciler.lock_ttl_ms = 1_000;
+        s.reconciler.chunk_size = Count::of(50);
+        s.reconciler.lock_renew_ms = Millis::of(100);
+        s.reconciler.lock_ttl_ms = Millis::of(1_000);
     })
     .await;
     // 20,000 source rows projected into a Redis that then lost them: every one is missing.
@@ -184,8 +184,8 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
 #[tokio::test]
 async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     let env = projected_env(3_000, |s| {
-        s.reconciler.chunk_size = 100;
-        s.projector.poll_interval_ms = 20;
+        s.reconciler.chunk_size = Count::of(100);
+        s.projector.poll_interval_ms = Millis::of(20);
     })
     .await;
     // Wipe part of the projection: the rebuild must restore it.

@@ -1,37 +1,52 @@
 //! A whole test environment: a database (migrated) and a Redis namespace of the test's own,
 //! settings pointing at both, bulk seeding of the outbox, and both sides of the projection
 //! read back for comparison (Redis through the same read as the chaos check's).
+//!
+//! The settings are the shared sections and `D`, the sections of the daemons the test runs
+//! (each daemon test crate names its own, see `tests/common`). The test values below are set
+//! by name, as the environment would, so each applies where `D` has its section.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::{TestDb, TestRedis};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, DaemonSection, Settings, SharedOnly};
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::{Store, inspect};
 
-pub struct TestEnv {
+pub struct TestEnv<D = SharedOnly> {
     pub db: TestDb,
     pub redis: TestRedis,
-    pub settings: Settings,
+    pub settings: Settings<D>,
 }
 
-impl TestEnv {
-    pub async fn new(tweak: impl FnOnce(&mut Settings)) -> TestEnv {
+impl<D: DaemonSection> TestEnv<D> {
+    pub async fn new(tweak: impl FnOnce(&mut Settings<D>)) -> TestEnv<D> {
         Self::with_redis_url(None, tweak).await
     }
 
-    pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
+    pub async fn with_redis_url(
+        url: Option<String>,
+        tweak: impl FnOnce(&mut Settings<D>),
+    ) -> TestEnv<D> {
         let db = TestDb::create().await;
         let redis = TestRedis::new();
-        let mut settings = Settings::default();
+        // Faster polling and a shorter grace than a deployment's, and the test tokens.
+        let test_values: HashMap<String, String> = [
+            ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "50".to_owned()),
+            ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000".to_owned()),
+            ("LEDGERBOARD__AUTH__TOKENS", crate::test_tokens()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let mut settings = config::read_from::<D>(None, Some(test_values))
+            .expect("the test values load")
+            .settings;
         settings.database.url = db.url.clone();
         settings.redis.url = url.unwrap_or_else(|| redis.url.clone());
         settings.redis.namespace = redis.namespace.clone();
-        settings.projector.poll_interval_ms = 50;
-        settings.shutdown.grace_ms = 2_000;
-        settings.auth.tokens = crate::test_tokens();
         tweak(&mut settings);
         settings.validate().expect("the test's settings are valid");
         migrate(&settings.database).await.expect("migrate");
@@ -41,7 +56,9 @@ impl TestEnv {
             settings,
         }
     }
+}
 
+impl<D> TestEnv<D> {
     pub fn database(&self) -> Database {
         Database::connect(&self.settings.database, "projector-test").expect("pool")
     }

@@ -15,8 +15,8 @@ use opentelemetry::KeyValue;
 use serde::Deserialize;
 
 use super::path_error;
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
-use crate::guard::Identity;
 use crate::state::AppState;
 #[allow(unused_imports)] // named in the OpenAPI attributes
 use ledgerboard_core::domain::CommandOutcome;

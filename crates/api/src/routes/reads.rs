@@ -141,7 +141,7 @@ async fn read<T>(
         // An unknown lag may be any lag: a bounded read never takes the projection on trust.
         Consistency::Bounded => match lag {
             None => return database(Reason::LagUnknown, None).await,
-            Some(l) if l.lag_ms > state.settings.max_lag_ms as i64 => {
+            Some(l) if l.lag_ms > state.settings.max_lag_ms.ms() as i64 => {
                 return database(Reason::Lag, None).await;
             }
             Some(_) => {}

@@ -1,5 +1,6 @@
-//! What the api's router tests share: the router on a test's settings, a GET that decodes
-//! JSON, and the real rebuild that seals a board.
+//! What the api's router tests share: the settings of the daemons they run in one process,
+//! the router on a test's settings, a GET that decodes JSON, and the real rebuild that seals a
+//! board.
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -7,14 +8,69 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use ledgerboard_api::settings::{ApiSettings, AuthSettings};
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::config::Settings;
+use ledgerboard_core::config::{self, ConfigError, DaemonSection, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
-use ledgerboard_testkit::TestEnv;
+use ledgerboard_projector::settings::ProjectorSettings;
+use ledgerboard_reconciler::settings::ReconcilerSettings;
 use serde_json::Value;
 use tower::ServiceExt;
+
+/// The sections of the three daemons, which these tests run side by side; each daemon is
+/// handed its own (`Holds`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Stack {
+    pub api: ApiSettings,
+    pub auth: AuthSettings,
+    pub projector: ProjectorSettings,
+    pub reconciler: ReconcilerSettings,
+}
+
+pub type Settings = config::Settings<Stack>;
+pub type TestEnv = ledgerboard_testkit::TestEnv<Stack>;
+
+impl DaemonSection for Stack {
+    fn validate(settings: &Settings) -> Result<(), ConfigError> {
+        settings
+            .narrow::<ledgerboard_api::settings::Sections>()
+            .validate()?;
+        settings
+            .narrow::<ledgerboard_projector::settings::Sections>()
+            .validate()?;
+        settings
+            .narrow::<ledgerboard_reconciler::settings::Sections>()
+            .validate()
+    }
+}
+
+impl Holds<ledgerboard_api::settings::Sections> for Stack {
+    fn section(&self) -> ledgerboard_api::settings::Sections {
+        ledgerboard_api::settings::Sections {
+            api: self.api.clone(),
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+impl Holds<ledgerboard_projector::settings::Sections> for Stack {
+    fn section(&self) -> ledgerboard_projector::settings::Sections {
+        ledgerboard_projector::settings::Sections {
+            projector: self.projector.clone(),
+        }
+    }
+}
+
+impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
+    fn section(&self) -> ledgerboard_reconciler::settings::Sections {
+        ledgerboard_reconciler::settings::Sections {
+            reconciler: self.reconciler.clone(),
+        }
+    }
+}
 
 pub fn app_with(settings: &Settings) -> Router {
     let db = Database::connect(&settings.database, "api-test").expect("pool");

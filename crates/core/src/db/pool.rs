@@ -33,7 +33,7 @@ impl Database {
     ) -> Result<Self, StoreError> {
         let mut pg = crate::config::parse_postgres_url(&settings.url)
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        let statement_ms = settings.statement_timeout_ms;
+        let statement_ms = settings.statement_timeout_ms.ms();
         pg.connect_timeout(settings.connect_timeout())
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(30))
@@ -54,7 +54,7 @@ impl Database {
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(settings.pool_max_size)
+            .max_size(settings.pool_max_size.get())
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(settings.pool_wait_timeout()))
             .create_timeout(Some(settings.connect_timeout()))

@@ -75,7 +75,7 @@ impl Store {
             .set_response_timeout(Some(settings.response_timeout()));
         let manager = Manager::new_with_config(settings.url.as_str(), connection)?;
         let pool = Pool::builder(manager)
-            .max_size(settings.pool_max_size)
+            .max_size(settings.pool_max_size.get())
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(settings.connect_timeout()))
             .create_timeout(Some(settings.connect_timeout()))

@@ -4,23 +4,26 @@
 //!   time). A bad or malformed header is answered 401 at once; no header means anonymous.
 //!   The identity goes into the request's extensions for the handlers' scope checks.
 //! - A token bucket per token (or, for anonymous calls, per client address) answers 429 with
-//!   `Retry-After` past `api.rate_limit_per_s` (bursts up to `api.rate_limit_burst`).
+//!   `Retry-After` past `api.rate_limit_per_s` (bursts up to `api.rate_limit_burst`); see
+//!   `rate_limit`.
+//!
+//! The middleware reads only [`Auth`], a substate of the router's state (axum's `FromRef`,
+//! implemented where the state is defined), so this module knows nothing of the state.
+
+mod rate_limit;
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use ledgerboard_core::auth::TokenEntry;
-use ledgerboard_core::config::ReadAccess;
+use ledgerboard_core::auth::{TokenEntry, TokenTable};
 
+pub use self::rate_limit::Limiter;
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::settings::{ReadAccess, Sections};
 
 /// The caller, as the guard established it.
 #[derive(Debug, Clone)]
@@ -29,47 +32,35 @@ pub enum Identity {
     Token(Arc<TokenEntry>),
 }
 
-/// Keys seen by the rate limiter are forgotten after this many requests' worth of sweeps, so
-/// a flood of addresses cannot grow its memory without bound.
-const SWEEP_EVERY: u64 = 10_000;
-
-pub struct Limiter {
-    buckets: DefaultKeyedRateLimiter<String>,
-    seen: std::sync::atomic::AtomicU64,
+/// What the guard reads: the tokens, whether reads need one, and the rate limit.
+#[derive(Clone)]
+pub struct Auth {
+    /// The tokens of `auth.tokens`.
+    pub tokens: Arc<TokenTable>,
+    pub reads: ReadAccess,
+    /// None when `api.rate_limit_per_s` is 0.
+    pub limiter: Option<Arc<Limiter>>,
 }
 
-impl Limiter {
-    /// None when `per_s` is 0 (no limit).
-    pub fn new(per_s: u32, burst: u32) -> Option<Limiter> {
-        let per_s = NonZeroU32::new(per_s)?;
-        let burst = NonZeroU32::new(burst).unwrap_or(per_s);
-        Some(Limiter {
-            buckets: RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst)),
-            seen: std::sync::atomic::AtomicU64::new(0),
-        })
-    }
-
-    /// Ok, or how long to wait.
-    fn check(&self, key: &str) -> Result<(), std::time::Duration> {
-        if self
-            .seen
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            .is_multiple_of(SWEEP_EVERY)
-        {
-            self.buckets.retain_recent();
+impl Auth {
+    /// The settings were validated when loaded, so `auth.tokens` parses; should it not, no
+    /// token is accepted (every write is refused) rather than any.
+    pub fn new(settings: &Sections) -> Self {
+        Self {
+            tokens: Arc::new(TokenTable::parse(&settings.auth.tokens).unwrap_or_default()),
+            reads: settings.auth.reads,
+            limiter: Limiter::new(settings.api.rate_limit_per_s, settings.api.rate_limit_burst)
+                .map(Arc::new),
         }
-        self.buckets
-            .check_key(&key.to_owned())
-            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 }
 
-pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let identity = match identify(&state, &req) {
+pub async fn guard(State(auth): State<Auth>, mut req: Request, next: Next) -> Response {
+    let identity = match identify(&auth, &req) {
         Ok(identity) => identity,
         Err(e) => return e.into_response(),
     };
-    if let Some(limiter) = &state.limiter {
+    if let Some(limiter) = &auth.limiter {
         let key = match &identity {
             Identity::Token(t) => format!("token:{}", t.name),
             Identity::Anonymous => req
@@ -88,7 +79,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
     next.run(req).await
 }
 
-fn identify(state: &AppState, req: &Request) -> Result<Identity, ApiError> {
+fn identify(auth: &Auth, req: &Request) -> Result<Identity, ApiError> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Ok(Identity::Anonymous);
     };
@@ -101,8 +92,7 @@ fn identify(state: &AppState, req: &Request) -> Result<Identity, ApiError> {
         .ok_or(ApiError::Unauthenticated(
             "the Authorization header must be `Bearer <token>`",
         ))?;
-    state
-        .tokens
+    auth.tokens
         .authenticate(token)
         .map(|entry| Identity::Token(Arc::new(entry.clone())))
         .ok_or(ApiError::Unauthenticated("the token is not valid"))
@@ -124,8 +114,8 @@ impl Identity {
 }
 
 /// Read routes, when `auth.reads = token`: any valid token may read.
-pub async fn require_read(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if state.reads == ReadAccess::Token {
+pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) -> Response {
+    if auth.reads == ReadAccess::Token {
         match req.extensions().get::<Identity>() {
             Some(Identity::Token(t)) if t.may_read() => {}
             Some(Identity::Token(_)) => {

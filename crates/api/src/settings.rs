@@ -1,0 +1,225 @@
+//! The api's sections, `[api]` and `[auth]`, read with the shared ones (core's `config`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ledgerboard_core::auth::TokenTable;
+use ledgerboard_core::config::{
+    self, ConfigError, Count, DaemonSection, Millis, in_range, invalid,
+};
+use serde::{Deserialize, Serialize};
+
+/// What the api binary reads: the shared sections, `[api]` and `[auth]`.
+pub type Settings = config::Settings<Sections>;
+
+/// The api's own sections of the settings file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sections {
+    pub api: ApiSettings,
+    pub auth: AuthSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApiSettings {
+    /// Address the HTTP server binds, e.g. `127.0.0.1:8080` (`0.0.0.0:8080` in a container).
+    pub listen: String,
+    /// Largest accepted request body; a larger one is answered 413.
+    pub body_limit_bytes: Count<256, { 16 << 20 }>,
+    /// Bound on handling one request, end to end.
+    pub request_timeout_ms: Millis<100, 600_000>,
+    /// `consistency=bounded` reads (the default) come from the projection while its oldest
+    /// pending row is at most this old, else from PostgreSQL.
+    pub max_lag_ms: Millis<0, 86_400_000>,
+    /// How long one measurement of the projection's lag serves all reads.
+    pub freshness_cache_ms: Millis<0, 60_000>,
+    /// Requests per second allowed per token (or, without one, per client address); 0 turns
+    /// the limit off.
+    pub rate_limit_per_s: u32,
+    /// Requests a token or address may send at once above the rate before 429.
+    pub rate_limit_burst: u32,
+    /// Most connections open at once; further clients wait in the listen backlog.
+    pub max_connections: Count<1, 1_000_000>,
+    /// Bound on receiving a request's headers; a slower client is disconnected.
+    pub header_timeout_ms: Millis<100, 600_000>,
+    /// Connections of the api's second PostgreSQL pool, for reads (strong reads, fallbacks,
+    /// the lag measurement); commands use `database.pool_max_size` of their own, so slow or
+    /// many reads cannot starve commands. It also bounds how many database reads run at once.
+    pub read_pool_max_size: Count<1, 1_000>,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            body_limit_bytes: const { Count::of(16 * 1024) },
+            request_timeout_ms: const { Millis::of(10_000) },
+            max_lag_ms: const { Millis::of(2_000) },
+            freshness_cache_ms: const { Millis::of(100) },
+            rate_limit_per_s: 1_000,
+            rate_limit_burst: 2_000,
+            max_connections: const { Count::of(10_000) },
+            header_timeout_ms: const { Millis::of(5_000) },
+            read_pool_max_size: const { Count::of(8) },
+        }
+    }
+}
+
+impl ApiSettings {
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|e| invalid("api.listen", e))
+    }
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout_ms.get()
+    }
+    pub fn freshness_cache(&self) -> Duration {
+        self.freshness_cache_ms.get()
+    }
+    pub fn header_timeout(&self) -> Duration {
+        self.header_timeout_ms.get()
+    }
+}
+
+/// Who may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAccess {
+    /// Reads need no token.
+    Public,
+    /// Reads need a token with any scope.
+    Token,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuthSettings {
+    /// Bearer tokens as `name=<sha256 hex>@scope[,scope]` entries separated by `;` (see
+    /// core's `auth.rs`). Empty: no token exists, and every score command is refused.
+    pub tokens: String,
+    pub reads: ReadAccess,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            tokens: String::new(),
+            reads: ReadAccess::Public,
+        }
+    }
+}
+
+impl DaemonSection for Sections {
+    fn validate(settings: &Settings) -> Result<(), ConfigError> {
+        let api = &settings.api;
+        api.listen_addr()?;
+        in_range(
+            "api.rate_limit_per_s",
+            u64::from(api.rate_limit_per_s),
+            0,
+            10_000_000,
+        )?;
+        in_range(
+            "api.rate_limit_burst",
+            u64::from(api.rate_limit_burst),
+            1,
+            10_000_000,
+        )?;
+        TokenTable::parse(&settings.auth.tokens).map_err(|e| invalid("auth.tokens", e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    fn load(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        config::load_from::<Sections>(None, env(pairs)).map(|l| l.settings)
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(load(&[]).expect("defaults load"), Settings::default());
+    }
+
+    #[test]
+    fn the_file_sets_the_api_and_the_environment_overrides_it() {
+        let dir = std::env::temp_dir().join(format!("lb-api-config-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let file = dir.join("ledgerboard.toml");
+        std::fs::write(
+            &file,
+            "[api]\nlisten = \"0.0.0.0:9000\"\nmax_lag_ms = 5\n[auth]\nreads = \"token\"\n",
+        )
+        .expect("write file");
+        let s = config::load_from::<Sections>(
+            Some(&file),
+            env(&[("LEDGERBOARD__API__MAX_LAG_MS", "7")]),
+        )
+        .expect("load")
+        .settings;
+        assert_eq!(s.api.listen, "0.0.0.0:9000");
+        assert_eq!(s.api.max_lag_ms.ms(), 7);
+        assert_eq!(s.auth.reads, ReadAccess::Token);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn bad_api_settings_name_the_setting() {
+        for (key, value, expected) in [
+            ("LEDGERBOARD__API__LISTEN", "nowhere", "api.listen"),
+            (
+                "LEDGERBOARD__API__BODY_LIMIT_BYTES",
+                "100",
+                "api.body_limit_bytes",
+            ),
+            (
+                "LEDGERBOARD__API__RATE_LIMIT_BURST",
+                "0",
+                "api.rate_limit_burst",
+            ),
+            ("LEDGERBOARD__AUTH__TOKENS", "nonsense", "auth.tokens"),
+            ("LEDGERBOARD__AUTH__READS", "sometimes", "reads"),
+        ] {
+            let err = load(&[(key, value)])
+                .expect_err(&format!("{key}={value} must be refused"))
+                .to_string();
+            assert!(
+                err.contains(expected),
+                "{key}={value}: {err:?} lacks {expected:?}"
+            );
+        }
+    }
+
+    /// The api reads no other daemon's section: a value there it would refuse, or a setting
+    /// of a newer version, does not stop it.
+    #[test]
+    fn other_daemons_sections_do_not_stop_the_api() {
+        let loaded = config::load_from::<Sections>(
+            None,
+            env(&[
+                ("LEDGERBOARD__PROJECTOR__BATCH_SIZE", "0"),
+                ("LEDGERBOARD__PROJECTOR__MODE", "sometimes"),
+                ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "localhost:9102"),
+                // Refused by the projector (a batch could outwait its transaction), not here.
+                ("LEDGERBOARD__REDIS__RESPONSE_TIMEOUT_MS", "5000"),
+                ("LEDGERBOARD__API__NEW_KNOB", "1"),
+            ]),
+        )
+        .expect("other sections are not read");
+        assert_eq!(loaded.settings.api, ApiSettings::default());
+        assert_eq!(loaded.ignored, ["api.new_knob"]);
+    }
+}

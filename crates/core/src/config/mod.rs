@@ -1,0 +1,414 @@
+//! Settings: built-in defaults, then an optional TOML file, then environment variables
+//! `LEDGERBOARD__<SECTION>__<NAME>` (for example `LEDGERBOARD__DATABASE__URL`).
+//!
+//! Every binary reads the shared sections defined here (`[database]`, `[redis]`,
+//! `[shutdown]`, `[log]`, `[telemetry]`) and the sections of its own daemon, defined in the
+//! daemon's crate (`settings.rs`) as a [`DaemonSection`]. It does not read the other daemons'
+//! sections at all, so a value there that this binary would not understand cannot stop it.
+//! A value of the wrong type or outside its bound in a section it reads stops it with a
+//! message that names the setting; a name it does not know is ignored and reported (see
+//! [`Loaded::ignored`]), so a file written for a newer version still loads after a rollback.
+
+mod bounds;
+mod database;
+mod log;
+mod redis;
+mod shutdown;
+mod telemetry;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use bounds::{Count, Millis, OutOfRange};
+pub use database::{DatabaseSettings, parse_postgres_url};
+pub use log::{LogFormat, LogSettings};
+pub use redis::RedisSettings;
+pub use shutdown::ShutdownSettings;
+pub use telemetry::TelemetrySettings;
+
+pub const ENV_PREFIX: &str = "LEDGERBOARD";
+const ENV_SEPARATOR: &str = "__";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    // Not a `#[source]`: its text is already in this message, and error chains would repeat it.
+    #[error("configuration: {0}")]
+    Load(config::ConfigError),
+    #[error("configuration: {setting} ({env}): {reason}")]
+    Invalid {
+        setting: String,
+        env: String,
+        reason: String,
+    },
+}
+
+impl From<config::ConfigError> for ConfigError {
+    fn from(err: config::ConfigError) -> Self {
+        match err {
+            // A bound a setting's type refused (see `bounds`): named like the checks of
+            // `validate`, with its environment variable.
+            config::ConfigError::At {
+                error,
+                key: Some(key),
+                ..
+            } if matches!(*error, config::ConfigError::Message(_)) => ConfigError::Invalid {
+                env: env_name(&key),
+                reason: error.to_string(),
+                setting: key,
+            },
+            other => Self::Load(other),
+        }
+    }
+}
+
+/// The sections every binary reads, and `D`, the sections of its own daemon ([`SharedOnly`]
+/// for none). `D`'s sections are reached as if they were fields of their own
+/// (`settings.projector`), through `Deref`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Settings<D = SharedOnly> {
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub shutdown: ShutdownSettings,
+    pub log: LogSettings,
+    pub telemetry: TelemetrySettings,
+    /// Read from the same sources in a second pass (see [`read_from`]).
+    #[serde(skip)]
+    pub daemon: D,
+}
+
+/// The names of the shared sections, as in the file.
+pub const SHARED_SECTIONS: [&str; 5] = ["database", "redis", "shutdown", "log", "telemetry"];
+
+impl<D> Deref for Settings<D> {
+    type Target = D;
+    fn deref(&self) -> &D {
+        &self.daemon
+    }
+}
+
+impl<D> DerefMut for Settings<D> {
+    fn deref_mut(&mut self) -> &mut D {
+        &mut self.daemon
+    }
+}
+
+/// A daemon's own sections: a struct whose fields are top-level sections of the file (for the
+/// api, `api` and `auth`). Unknown names inside them are ignored (see the module's comment).
+pub trait DaemonSection: Default + Clone + Serialize + DeserializeOwned {
+    /// The checks no field's type holds, with the shared sections at hand for the bounds that
+    /// span both (a projector's workers and the pool sizes).
+    fn validate(settings: &Settings<Self>) -> Result<(), ConfigError>;
+}
+
+/// No daemon's sections: what `lbctl` reads for its commands, and the tests of the shared
+/// sections. (A braced struct, not `()`: the loader reads `D` as a table.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SharedOnly {}
+
+impl DaemonSection for SharedOnly {
+    fn validate(_: &Settings<SharedOnly>) -> Result<(), ConfigError> {
+        Ok(())
+    }
+}
+
+/// A set of sections that contains `S`: tests and tools that run several daemons in one
+/// process hold all their sections at once and hand each daemon its own.
+pub trait Holds<S> {
+    fn section(&self) -> S;
+}
+
+impl<S: Clone> Holds<S> for S {
+    fn section(&self) -> S {
+        self.clone()
+    }
+}
+
+impl<D> Settings<D> {
+    /// The shared sections with `daemon` as the daemon's own.
+    pub fn with<E>(&self, daemon: E) -> Settings<E> {
+        Settings {
+            database: self.database.clone(),
+            redis: self.redis.clone(),
+            shutdown: self.shutdown.clone(),
+            log: self.log.clone(),
+            telemetry: self.telemetry.clone(),
+            daemon,
+        }
+    }
+
+    /// The shared sections with the part of `D` that one daemon reads.
+    pub fn narrow<S>(&self) -> Settings<S>
+    where
+        D: Holds<S>,
+    {
+        self.with(self.daemon.section())
+    }
+}
+
+impl<D: DaemonSection> Settings<D> {
+    /// Every check, in section order: the shared sections, then the daemon's own.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.database.validate()?;
+        self.redis.validate()?;
+        self.log.validate()?;
+        self.telemetry.validate()?;
+        D::validate(self)
+    }
+}
+
+/// What [`load`] read.
+#[derive(Debug, Clone)]
+pub struct Loaded<D> {
+    pub settings: Settings<D>,
+    /// Names (`section.name`) in the sections this binary reads that it does not know: typos,
+    /// or settings of a newer version. Each daemon logs them as warnings.
+    pub ignored: Vec<String>,
+}
+
+impl<D> Loaded<D> {
+    /// The names of [`Loaded::ignored`] outside the shared sections (for a tool that loaded
+    /// those already and reported theirs).
+    pub fn ignored_in_daemon_sections(&self) -> impl Iterator<Item = &str> {
+        self.ignored.iter().map(String::as_str).filter(|name| {
+            !SHARED_SECTIONS
+                .iter()
+                .any(|s| name.split('.').next() == Some(s))
+        })
+    }
+}
+
+/// Loads the shared sections and `D` from the defaults, the optional file, and the process
+/// environment.
+pub fn load<D: DaemonSection>(file: Option<&Path>) -> Result<Loaded<D>, ConfigError> {
+    load_from(file, None)
+}
+
+/// As [`load`], with the environment given as a map instead of read from the process (tests
+/// use this: the process environment is shared between threads).
+pub fn load_from<D: DaemonSection>(
+    file: Option<&Path>,
+    env: Option<HashMap<String, String>>,
+) -> Result<Loaded<D>, ConfigError> {
+    let loaded = read_from::<D>(file, env)?;
+    loaded.settings.validate()?;
+    Ok(loaded)
+}
+
+/// As [`load_from`] without [`Settings::validate`]: for settings that are changed before they
+/// are used (the test environments), which then validate them.
+pub fn read_from<D: DaemonSection>(
+    file: Option<&Path>,
+    env: Option<HashMap<String, String>>,
+) -> Result<Loaded<D>, ConfigError> {
+    let defaults = Settings::<D>::default();
+    let shared_defaults = config::Config::try_from(&defaults)?;
+    let daemon_defaults = config::Config::try_from(&defaults.daemon)?;
+    let mut builder = config::Config::builder()
+        .add_source(shared_defaults.clone())
+        .add_source(daemon_defaults.clone());
+    if let Some(path) = file {
+        builder = builder.add_source(
+            config::File::from(path)
+                .format(config::FileFormat::Toml)
+                .required(true),
+        );
+    }
+    builder = builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator(ENV_SEPARATOR)
+            .separator(ENV_SEPARATOR)
+            .try_parsing(true)
+            .source(env),
+    );
+    let merged = builder.build()?;
+    // Two passes over the same sources: the shared sections, then the daemon's. Each type
+    // reads only its own fields, so the other daemons' sections are never looked at.
+    let mut settings: Settings<D> = merged.clone().try_deserialize()?;
+    settings.daemon = merged.clone().try_deserialize()?;
+    let mut known = names(shared_defaults)?;
+    known.extend(names(daemon_defaults)?);
+    let ignored = unknown(&known, &names(merged)?);
+    Ok(Loaded { settings, ignored })
+}
+
+/// Section → the names set in it.
+fn names(source: config::Config) -> Result<BTreeMap<String, BTreeSet<String>>, ConfigError> {
+    let top: BTreeMap<String, config::Value> = source.try_deserialize()?;
+    Ok(top
+        .into_iter()
+        .map(|(section, value)| {
+            // A top-level value that is not a table is no section this binary reads.
+            let keys = value
+                .into_table()
+                .map(|t| t.into_keys().collect())
+                .unwrap_or_default();
+            (section, keys)
+        })
+        .collect())
+}
+
+/// The names given in a known section that the section does not have.
+fn unknown(
+    known: &BTreeMap<String, BTreeSet<String>>,
+    given: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    known
+        .iter()
+        .flat_map(|(section, keys)| {
+            given
+                .get(section)
+                .into_iter()
+                .flat_map(move |set| set.difference(keys))
+                .map(move |key| format!("{section}.{key}"))
+        })
+        .collect()
+}
+
+/// `value` within `min..=max`, or the error that names `setting`: for the bounds that depend
+/// on another setting (the types hold the fixed ones).
+pub fn in_range(setting: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            setting,
+            format!("{value} is outside {min}..={max}"),
+        ))
+    }
+}
+
+/// The error for `setting` (dotted: `projector.lease_ms`), naming its environment variable.
+pub fn invalid(setting: &str, reason: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Invalid {
+        setting: setting.to_owned(),
+        env: env_name(setting),
+        reason: reason.to_string(),
+    }
+}
+
+/// The environment variable that sets a dotted setting name.
+pub fn env_name(setting: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{ENV_SEPARATOR}{}",
+        setting.replace('.', ENV_SEPARATOR).to_uppercase()
+    )
+}
+
+/// A URL fit for a log line: the password, if any, replaced by `***`.
+pub fn redact_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                // Only fails for URLs that cannot have a password, which this one has.
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "<unparsable URL>".to_owned(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    /// The shared sections from `env` alone.
+    pub(crate) fn load(env: Option<HashMap<String, String>>) -> Result<Settings, ConfigError> {
+        load_from::<SharedOnly>(None, env).map(|l| l.settings)
+    }
+
+    fn temp_file(contents: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("lb-config-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let file = dir.join("ledgerboard.toml");
+        std::fs::write(&file, contents).expect("write file");
+        (dir, file)
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let s = load(env(&[])).expect("defaults load");
+        assert_eq!(s, Settings::default());
+    }
+
+    #[test]
+    fn environment_overrides_file_overrides_defaults() {
+        let (dir, file) =
+            temp_file("[redis]\nnamespace = \"from-file\"\n[log]\nfilter = \"debug\"\n");
+        let s = load_from::<SharedOnly>(
+            Some(&file),
+            env(&[
+                ("LEDGERBOARD__REDIS__NAMESPACE", "from-env"),
+                ("LEDGERBOARD__DATABASE__POOL_MAX_SIZE", "7"),
+                ("LEDGERBOARD__LOG__FORMAT", "json"),
+            ]),
+        )
+        .expect("load")
+        .settings;
+        assert_eq!(s.redis.namespace, "from-env");
+        assert_eq!(s.log.filter, "debug");
+        assert_eq!(s.database.pool_max_size.get(), 7);
+        assert_eq!(s.log.format, LogFormat::Json);
+        assert_eq!(s.database.url, DatabaseSettings::default().url);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A rollback keeps the newer file: names this version does not know are reported, not
+    /// refused, and sections of no daemon this binary runs are not read at all.
+    #[test]
+    fn unknown_names_are_ignored_and_reported() {
+        let (dir, file) = temp_file(
+            "[database]\nnew_knob = 3\n[projector]\nworkers = \"many\"\n[newsection]\nx = 1\n",
+        );
+        let loaded = load_from::<SharedOnly>(
+            Some(&file),
+            env(&[
+                ("LEDGERBOARD__DATABASE__URLL", "x"),
+                ("LEDGERBOARD__API__LISTEN", "nowhere"),
+            ]),
+        )
+        .expect("unknown names do not stop a daemon");
+        assert_eq!(loaded.settings, Settings::default());
+        assert_eq!(loaded.ignored, ["database.new_knob", "database.urll"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_tool_reports_only_the_names_of_the_daemon_sections_it_adds() {
+        let loaded: Loaded<SharedOnly> = Loaded {
+            settings: Settings::default(),
+            ignored: vec!["database.urll".to_owned(), "reconciler.new_knob".to_owned()],
+        };
+        assert_eq!(
+            loaded.ignored_in_daemon_sections().collect::<Vec<_>>(),
+            ["reconciler.new_knob"]
+        );
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(
+            redact_url("postgres://u:s3cret@db:5432/x"),
+            "postgres://u:***@db:5432/x"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        assert_eq!(redact_url("::"), "<unparsable URL>");
+    }
+}
