@@ -91,6 +91,10 @@ async fn projection(cache: &Cache, board: &str) -> BTreeMap<String, (i64, i64)> 
         .collect()
 }
 
+fn database_for_rebuild(settings: &Settings) -> Database {
+    Database::connect(&settings.database, "pgbouncer-rebuild").expect("pool")
+}
+
 #[tokio::test]
 async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     let db = TestDb::create().await;
@@ -101,6 +105,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     settings.database.direct_url = db.url.clone();
     settings.database.transaction_pooler = true;
     settings.database.pool_max_size = 8;
+    settings.redis.url = redis.url.clone();
     settings.redis.namespace = redis.namespace.clone();
     settings.auth.tokens = test_tokens();
     settings.projector.batch_size = 50;
@@ -157,11 +162,27 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
         }
     }
 
-    // Reads from PostgreSQL (strong) and from the projection agree, through the pooler.
+    // A board is trusted by bounded reads once a rebuild sealed it (as the reconciler does for
+    // every board): the rebuild reads the source through the pooler too.
+    ledgerboard_reconciler::rebuild::rebuild(
+        &database_for_rebuild(&settings),
+        &cache,
+        &settings,
+        &BoardId::parse("even").expect("board"),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("rebuild through the pooler");
+
+    // Reads from PostgreSQL (strong) and from the projection (bounded) agree, through the
+    // pooler. Each answer says where it came from: two reads of PostgreSQL would agree too.
     let (status, strong) = send(&app, get("/v1/boards/even/top?limit=5&consistency=strong")).await;
     assert_eq!(status, StatusCode::OK, "{strong}");
+    assert_eq!(strong["freshness"]["source"], "database", "{strong}");
     let (status, bounded) = send(&app, get("/v1/boards/even/top?limit=5")).await;
     assert_eq!(status, StatusCode::OK, "{bounded}");
+    assert_eq!(bounded["freshness"]["source"], "projection", "{bounded}");
+    assert_eq!(strong["entries"].as_array().map(Vec::len), Some(5));
     assert_eq!(strong["entries"], bounded["entries"]);
     let top = strong["entries"][0]["user_id"]
         .as_str()

@@ -150,8 +150,8 @@ impl Stack {
     /// Starts a daemon and waits (up to 30 s) until it logs that it started.
     pub fn start(&self, name: &str, extra_env: &[(&str, &str)]) -> anyhow::Result<Daemon> {
         let mut daemon = Daemon::start(&Self::binary(name)?, &[], &self.env_with(extra_env))?;
-        if !daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(30)) {
-            anyhow::bail!("{name} did not start:\n{}", daemon.stderr());
+        if !daemon.wait_for_log(&format!("{name} started"), Duration::from_secs(30))? {
+            anyhow::bail!("{name} did not start:\n{}", daemon.stderr()?);
         }
         Ok(daemon)
     }

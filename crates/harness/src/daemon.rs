@@ -38,9 +38,15 @@ impl Daemon {
         self.child.id()
     }
 
-    /// What the process wrote to stderr so far.
-    pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    /// What the process wrote to stderr so far. An unreadable file is an error, never an
+    /// empty text: a caller looking for what is absent ("no panic") would pass on nothing.
+    pub fn stderr(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(&self.stderr_path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("read the stderr file {}: {e}", self.stderr_path.display()),
+            )
+        })
     }
 
     /// Waits up to `limit` for the process to exit by itself.
@@ -77,19 +83,19 @@ impl Daemon {
     }
 
     /// Polls stderr until `needle` appears, for at most `limit`; false when the process exits
-    /// or the time runs out first.
-    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+    /// or the time runs out first, an error when stderr cannot be read.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> std::io::Result<bool> {
         let started = Instant::now();
         while started.elapsed() < limit {
-            if self.stderr().contains(needle) {
-                return true;
+            if self.stderr()?.contains(needle) {
+                return Ok(true);
             }
             if let Ok(Some(_)) = self.child.try_wait() {
-                return self.stderr().contains(needle);
+                return Ok(self.stderr()?.contains(needle));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        false
+        Ok(false)
     }
 }
 

@@ -3,7 +3,7 @@
 //! read back for comparison.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{TestDb, TestRedis};
 use ledgerboard_core::cache::Cache;
@@ -25,13 +25,12 @@ impl TestEnv {
     pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
         let db = TestDb::create().await;
         let redis = TestRedis::new();
-        let mut settings = Settings::default();
-        settings.database.url = db.url.clone();
-        settings.redis.url = url.unwrap_or_else(|| redis.url.clone());
-        settings.redis.namespace = redis.namespace.clone();
+        let mut settings: Settings = crate::settings_for(&db.url, &redis);
+        if let Some(url) = url {
+            settings.redis.url = url;
+        }
         settings.projector.poll_interval_ms = 50;
         settings.shutdown.grace_ms = 2_000;
-        settings.auth.tokens = crate::test_tokens();
         tweak(&mut settings);
         settings.validate().expect("the test's settings are valid");
         migrate(&settings.database).await.expect("migrate");
@@ -152,13 +151,8 @@ impl TestEnv {
 
     /// Waits until nothing is pending (parked rows aside), for at most `limit`.
     pub async fn wait_drained(&self, limit: Duration) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if self.outbox_counts().await.0 == 0 {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
+        crate::wait_until(limit, || async { self.outbox_counts().await.0 == 0 })
+            .await
+            .is_some()
     }
 }

@@ -45,6 +45,18 @@ pub fn test_tokens() -> String {
     )
 }
 
+/// `Settings::default()` pointed at `database_url` and at the test's own Redis namespace, with
+/// [`test_tokens`]: for a router or daemon built in process. Left at the defaults, a test would
+/// share Redis namespace `ledgerboard` (the one `just up` uses) with every other such test.
+pub fn settings_for(database_url: &str, redis: &TestRedis) -> ledgerboard_core::config::Settings {
+    let mut settings = ledgerboard_core::config::Settings::default();
+    settings.database.url = database_url.to_owned();
+    settings.redis.url = redis.url.clone();
+    settings.redis.namespace = redis.namespace.clone();
+    settings.auth.tokens = test_tokens();
+    settings
+}
+
 /// A database that exists for one test.
 pub struct TestDb {
     pub name: String,
@@ -148,33 +160,43 @@ impl TestRedis {
         }
     }
 
-    /// Every key of the namespace, sorted.
+    /// Every key of the namespace, sorted. Panics when Redis cannot be read: an empty list
+    /// must mean "no such key", never "could not look".
     pub fn keys(&self) -> Vec<String> {
-        let mut keys = self.scan();
+        let mut keys = self
+            .scan()
+            .unwrap_or_else(|e| panic!("SCAN {}:* on {}: {e}", self.namespace, self.url));
         keys.sort();
         keys
     }
 
-    fn scan(&self) -> Vec<String> {
-        let Ok(client) = redis::Client::open(self.url.as_str()) else {
-            return Vec::new();
-        };
-        let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(5)) else {
-            return Vec::new();
-        };
+    fn scan(&self) -> redis::RedisResult<Vec<String>> {
+        let client = redis::Client::open(self.url.as_str())?;
+        let mut conn = client.get_connection_with_timeout(Duration::from_secs(5))?;
         let pattern = format!("{}:*", self.namespace);
-        let iter: redis::RedisResult<redis::Iter<String>> = redis::cmd("SCAN")
+        let iter: redis::Iter<String> = redis::cmd("SCAN")
             .cursor_arg(0)
             .arg("MATCH")
             .arg(&pattern)
             .arg("COUNT")
             .arg(1000)
             .clone()
-            .iter(&mut conn);
-        match iter {
-            Ok(it) => it.filter_map(Result::ok).collect(),
-            Err(_) => Vec::new(),
+            .iter(&mut conn)?;
+        // A key the iterator cannot decode is an error too, not a key that is not there.
+        iter.collect()
+    }
+
+    fn unlink_all(&self) -> redis::RedisResult<()> {
+        let keys = self.scan()?;
+        if keys.is_empty() {
+            return Ok(());
         }
+        let client = redis::Client::open(self.url.as_str())?;
+        let mut conn = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        for chunk in keys.chunks(500) {
+            let _: i64 = redis::cmd("UNLINK").arg(chunk).query(&mut conn)?;
+        }
+        Ok(())
     }
 }
 
@@ -186,16 +208,12 @@ impl Default for TestRedis {
 
 impl Drop for TestRedis {
     fn drop(&mut self) {
-        let keys = self.scan();
-        if keys.is_empty() {
-            return;
-        }
-        if let Ok(client) = redis::Client::open(self.url.as_str())
-            && let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(5))
-        {
-            for chunk in keys.chunks(500) {
-                let _: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
-            }
+        // Drop must not panic (it may run while a failed test unwinds): say what was left.
+        if let Err(e) = self.unlink_all() {
+            eprintln!(
+                "warning: could not delete the keys of test namespace {}: {e}",
+                self.namespace
+            );
         }
     }
 }
@@ -218,12 +236,10 @@ impl BlackHole {
     }
 }
 
-/// A local port on which nothing listens (bound, then released).
+/// A local port on which nothing listens (bound, then released), for a client that must be
+/// refused.
 pub fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    let port = listener.local_addr().expect("free port address").port();
-    drop(listener);
-    port
+    free_port()
 }
 
 /// A daemon binary run as a child process ([`ledgerboard_harness::Daemon`]), started or the
@@ -238,6 +254,37 @@ impl Process {
             ledgerboard_harness::Daemon::start(std::path::Path::new(binary), args, env)
                 .unwrap_or_else(|e| panic!("{e}")),
         )
+    }
+
+    /// What the process wrote to stderr so far; panics when it cannot be read (an empty text
+    /// would pass every "no panic" check).
+    pub fn stderr(&self) -> String {
+        self.0.stderr().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Waits up to `limit` for a log line containing `message` and returns the `addr` it
+    /// names: the address a daemon given `127.0.0.1:0` bound. No port is found free and bound
+    /// again later, so no other process can take it in between. Panics (with the stderr) when
+    /// the line does not come or names no address.
+    pub fn wait_for_addr(&mut self, message: &str, limit: Duration) -> SocketAddr {
+        assert!(
+            self.wait_for_log(message, limit),
+            "no {message:?} within {limit:?}: {}",
+            self.stderr()
+        );
+        let stderr = self.stderr();
+        stderr
+            .lines()
+            .filter(|l| l.contains(message))
+            .find_map(logged_addr)
+            .unwrap_or_else(|| panic!("{message:?} names no addr: {stderr}"))
+    }
+
+    /// [`ledgerboard_harness::Daemon::wait_for_log`], panicking when stderr cannot be read.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+        self.0
+            .wait_for_log(needle, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -254,9 +301,44 @@ impl std::ops::DerefMut for Process {
     }
 }
 
-/// A free local port for a daemon to listen on.
+/// [`ledgerboard_harness::free_port`], or the test fails. Free when found, not reserved: for
+/// a daemon's listen address give `127.0.0.1:0` and read [`Process::wait_for_addr`] instead.
 pub fn free_port() -> u16 {
-    closed_port()
+    ledgerboard_harness::free_port().unwrap_or_else(|e| panic!("find a free port: {e}"))
+}
+
+/// The address in a log line, as the daemons write it: `addr=127.0.0.1:4000` (human format)
+/// or `"addr":"127.0.0.1:4000"` (JSON).
+fn logged_addr(line: &str) -> Option<SocketAddr> {
+    let (_, rest) = line
+        .split_once("addr=")
+        .or_else(|| line.split_once("\"addr\":\""))?;
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == '"' || c == ',')
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Polls `condition` every 20 ms until it holds or `limit` has passed: the one way a test
+/// waits for something to happen (a fixed sleep either waits too long or passes before the
+/// thing happened). `Some(elapsed)` once it holds, `None` when the time ran out; the condition
+/// is checked once more at the deadline, so a slow check cannot miss it.
+pub async fn wait_until<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        let expired = started.elapsed() >= limit;
+        if condition().await {
+            return Some(started.elapsed());
+        }
+        if expired {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Applies the schema to the database at `url`.
@@ -550,7 +632,16 @@ pub async fn seed_skewed_boards(
 
 #[cfg(test)]
 mod tests {
-    use super::url_with_dbname;
+    use super::{logged_addr, url_with_dbname};
+
+    #[test]
+    fn addresses_are_read_from_both_log_formats() {
+        let human = "2026-12-01T14:00:00Z  INFO ledgerboard_api: ledgerboard-api started addr=127.0.0.1:41234";
+        assert_eq!(logged_addr(human), "127.0.0.1:41234".parse().ok());
+        let json = r#"{"fields":{"message":"admin server listening","addr":"127.0.0.1:9"}}"#;
+        assert_eq!(logged_addr(json), "127.0.0.1:9".parse().ok());
+        assert_eq!(logged_addr("ledgerboard-api started"), None);
+    }
 
     #[test]
     fn dbname_replacement() {
