@@ -501,10 +501,11 @@ pub fn http_request_with_headers(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
+    // A response cut off before its body is an error, not an empty body.
     let body = response
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+        .unwrap_or_else(|| panic!("no end of headers in {response:?}"));
     (status, body)
 }
 
