@@ -4,7 +4,7 @@
 //! `database.direct_url`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -16,7 +16,7 @@ use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
+use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens, wait_until};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -145,21 +145,18 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     }
 
     // The projector drains through the pooler, woken through its direct LISTEN session.
-    let started = Instant::now();
     for board in ["even", "odd"] {
-        loop {
-            let expected = source(&db, board).await;
-            if projection(&cache, board).await == expected {
-                assert_eq!(expected.len(), 37, "{board}: {expected:?}");
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{board} was not projected through PgBouncer: {}",
-                bouncer.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let projected = wait_until(Duration::from_secs(30), || async {
+            projection(&cache, board).await == source(&db, board).await
+        })
+        .await;
+        assert!(
+            projected.is_some(),
+            "{board} was not projected through PgBouncer: {}",
+            bouncer.log()
+        );
+        let expected = source(&db, board).await;
+        assert_eq!(expected.len(), 37, "{board}: {expected:?}");
     }
 
     // A board is trusted by bounded reads once a rebuild sealed it (as the reconciler does for
