@@ -99,6 +99,45 @@ impl Daemon {
     }
 }
 
+impl Daemon {
+    /// Waits up to `limit` for a log line containing `message` and returns the `addr` it
+    /// names: the address a daemon given `127.0.0.1:0` bound (the api logs it with
+    /// `ledgerboard-api started`, the admin servers with `admin server (healthz, readyz,
+    /// metrics) listening`). A port found free and handed to the daemon could be taken by
+    /// another process before it binds; a port the daemon chose cannot. An error when the line
+    /// does not come in time, names no address, or stderr cannot be read.
+    pub fn wait_for_addr(
+        &mut self,
+        message: &str,
+        limit: Duration,
+    ) -> std::io::Result<std::net::SocketAddr> {
+        if !self.wait_for_log(message, limit)? {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no {message:?} within {limit:?}: {}", self.stderr()?),
+            ));
+        }
+        let stderr = self.stderr()?;
+        stderr
+            .lines()
+            .filter(|l| l.contains(message))
+            .find_map(logged_addr)
+            .ok_or_else(|| std::io::Error::other(format!("{message:?} names no addr: {stderr}")))
+    }
+}
+
+/// The address in a log line, as the daemons write it: `addr=127.0.0.1:4000` (human format)
+/// or `"addr":"127.0.0.1:4000"` (JSON).
+fn logged_addr(line: &str) -> Option<std::net::SocketAddr> {
+    let (_, rest) = line
+        .split_once("addr=")
+        .or_else(|| line.split_once("\"addr\":\""))?;
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == '"' || c == ',')
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -125,5 +164,19 @@ pub fn binary_beside_current_exe(name: &str) -> std::io::Result<PathBuf> {
                 path.display()
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logged_addr;
+
+    #[test]
+    fn addresses_are_read_from_both_log_formats() {
+        let human = "2026-12-01T14:00:00Z  INFO ledgerboard_api: ledgerboard-api started addr=127.0.0.1:41234";
+        assert_eq!(logged_addr(human), "127.0.0.1:41234".parse().ok());
+        let json = r#"{"fields":{"message":"admin server listening","addr":"127.0.0.1:9"}}"#;
+        assert_eq!(logged_addr(json), "127.0.0.1:9".parse().ok());
+        assert_eq!(logged_addr("ledgerboard-api started"), None);
     }
 }

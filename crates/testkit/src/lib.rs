@@ -262,22 +262,14 @@ impl Process {
         self.0.stderr().unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Waits up to `limit` for a log line containing `message` and returns the `addr` it
-    /// names: the address a daemon given `127.0.0.1:0` bound. No port is found free and bound
-    /// again later, so no other process can take it in between. Panics (with the stderr) when
-    /// the line does not come or names no address.
+    /// [`ledgerboard_harness::Daemon::wait_for_addr`]: the address a daemon given
+    /// `127.0.0.1:0` bound, read from its log line containing `message`. No port is found free
+    /// and bound again later, so no other process can take it in between. Panics (with the
+    /// stderr) when the line does not come or names no address.
     pub fn wait_for_addr(&mut self, message: &str, limit: Duration) -> SocketAddr {
-        assert!(
-            self.wait_for_log(message, limit),
-            "no {message:?} within {limit:?}: {}",
-            self.stderr()
-        );
-        let stderr = self.stderr();
-        stderr
-            .lines()
-            .filter(|l| l.contains(message))
-            .find_map(logged_addr)
-            .unwrap_or_else(|| panic!("{message:?} names no addr: {stderr}"))
+        self.0
+            .wait_for_addr(message, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// [`ledgerboard_harness::Daemon::wait_for_log`], panicking when stderr cannot be read.
@@ -305,18 +297,6 @@ impl std::ops::DerefMut for Process {
 /// a daemon's listen address give `127.0.0.1:0` and read [`Process::wait_for_addr`] instead.
 pub fn free_port() -> u16 {
     ledgerboard_harness::free_port().unwrap_or_else(|e| panic!("find a free port: {e}"))
-}
-
-/// The address in a log line, as the daemons write it: `addr=127.0.0.1:4000` (human format)
-/// or `"addr":"127.0.0.1:4000"` (JSON).
-fn logged_addr(line: &str) -> Option<SocketAddr> {
-    let (_, rest) = line
-        .split_once("addr=")
-        .or_else(|| line.split_once("\"addr\":\""))?;
-    let end = rest
-        .find(|c: char| c.is_whitespace() || c == '"' || c == ',')
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
 }
 
 /// Polls `condition` every 20 ms until it holds or `limit` has passed: the one way a test
@@ -633,16 +613,7 @@ pub async fn seed_skewed_boards(
 
 #[cfg(test)]
 mod tests {
-    use super::{logged_addr, url_with_dbname};
-
-    #[test]
-    fn addresses_are_read_from_both_log_formats() {
-        let human = "2026-12-01T14:00:00Z  INFO ledgerboard_api: ledgerboard-api started addr=127.0.0.1:41234";
-        assert_eq!(logged_addr(human), "127.0.0.1:41234".parse().ok());
-        let json = r#"{"fields":{"message":"admin server listening","addr":"127.0.0.1:9"}}"#;
-        assert_eq!(logged_addr(json), "127.0.0.1:9".parse().ok());
-        assert_eq!(logged_addr("ledgerboard-api started"), None);
-    }
+    use super::url_with_dbname;
 
     #[test]
     fn dbname_replacement() {
