@@ -24,11 +24,13 @@ impl TestEnv {
 
     pub async fn with_redis_url(url: Option<String>, tweak: impl FnOnce(&mut Settings)) -> TestEnv {
         let db = TestDb::create().await;
-        let redis = TestRedis::new();
-        let mut settings: Settings = crate::settings_for(&db.url, &redis);
+        let mut redis = TestRedis::new();
+        // The namespace lives on the Redis the test uses: `keys()` and the clean-up must look
+        // there, not at the shared server, where a private server's keys never are.
         if let Some(url) = url {
-            settings.redis.url = url;
+            redis.url = url;
         }
+        let mut settings: Settings = crate::settings_for(&db.url, &redis);
         settings.projector.poll_interval_ms = 50;
         settings.shutdown.grace_ms = 2_000;
         tweak(&mut settings);
