@@ -12,7 +12,7 @@ use ledgerboard_api::settings::{ReadAccess, Settings};
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::auth::hash_token;
 use ledgerboard_core::db::{Database, migrate};
-use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, free_port, http_request};
+use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request, settings_for};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 use uuid::Uuid;
@@ -23,13 +23,14 @@ const ADMIN: &str = "admin-token";
 
 struct Api {
     db: TestDb,
+    _redis: TestRedis,
     app: Router,
 }
 
 async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
     let db = TestDb::create().await;
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
+    let redis = TestRedis::new();
+    let mut settings: Settings = settings_for(&db.url, &redis, &[]);
     settings.auth.tokens = format!(
         "eu={}@write:season-eu;reader={}@read;ops={}@admin",
         hash_token(EU),
@@ -42,7 +43,11 @@ async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
     let database = Database::connect(&settings.database, "access-test").expect("pool");
     let cache = ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis pool");
     let app = router(AppState::new(database, cache, &settings), &settings.api);
-    Api { db, app }
+    Api {
+        db,
+        _redis: redis,
+        app,
+    }
 }
 
 impl Api {
@@ -291,20 +296,19 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     ledgerboard_testkit::migrate(&db.url).await;
-    let addr = format!("127.0.0.1:{}", free_port());
     let mut env = daemon_env(&db, &redis);
     env.extend([
-        ("LEDGERBOARD__API__LISTEN".into(), addr.clone()),
+        // The daemon binds a port of its own choice and logs it (no port found free and bound
+        // again later).
+        ("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()),
         ("LEDGERBOARD__API__HEADER_TIMEOUT_MS".into(), "300".into()),
         ("LEDGERBOARD__API__MAX_CONNECTIONS".into(), "2".into()),
     ]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut daemon = Process::start(env!("CARGO_BIN_EXE_ledgerboard-api"), &[], &env);
-    assert!(
-        daemon.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
-        "{}",
-        daemon.stderr()
-    );
+    let addr = daemon
+        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
+        .to_string();
 
     // Headers never finished: the server closes the connection after the timeout.
     let mut slow = std::net::TcpStream::connect(&addr).expect("connect");

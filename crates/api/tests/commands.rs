@@ -10,23 +10,27 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::db::migrate;
-use ledgerboard_testkit::{BlackHole, TestDb, closed_port};
+use ledgerboard_testkit::{BlackHole, TestDb, TestRedis, closed_port, settings_for};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 struct Harness {
     db: TestDb,
+    _redis: TestRedis,
     app: Router,
 }
 
 async fn harness() -> Harness {
     let db = TestDb::create().await;
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
-    settings.auth.tokens = ledgerboard_testkit::test_tokens();
+    let redis = TestRedis::new();
+    let settings = settings_for(&db.url, &redis, &[]);
     migrate(&settings.database).await.expect("migrate");
     let app = app_with(&settings);
-    Harness { db, app }
+    Harness {
+        db,
+        _redis: redis,
+        app,
+    }
 }
 
 fn post_raw(board: &str, body: impl Into<Body>) -> Request<Body> {
@@ -392,9 +396,8 @@ async fn unreachable_database_answers_503_in_bounded_time() {
         format!("postgres://postgres@127.0.0.1:{}/x", closed_port()),
         format!("postgres://postgres@{}/x", black_hole.addr()),
     ] {
-        let mut settings = Settings::default();
-        settings.database.url = url.clone();
-        settings.auth.tokens = ledgerboard_testkit::test_tokens();
+        let redis = TestRedis::new();
+        let mut settings: Settings = settings_for(&url, &redis, &[]);
         settings.database.connect_timeout_ms = Millis::of(500);
         settings.database.pool_wait_timeout_ms = Millis::of(500);
         let app = app_with(&settings);

@@ -2,19 +2,17 @@
 
 use std::time::Duration;
 
-use ledgerboard_testkit::{
-    Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate,
-};
+use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request, migrate};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-api");
 
 #[tokio::test]
 async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
-    let listen = format!("127.0.0.1:{}", free_port());
+    // Any free port: nothing connects to it, and parallel tests never compete for one.
     ledgerboard_testkit::check_daemon_lifecycle(
         BINARY,
         "ledgerboard-api",
-        &[("LEDGERBOARD__API__LISTEN", &listen)],
+        &[("LEDGERBOARD__API__LISTEN", "127.0.0.1:0")],
     )
     .await;
 }
@@ -26,16 +24,14 @@ async fn a_command_posted_twice_applies_once() {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     migrate(&db.url).await;
-    let listen = format!("127.0.0.1:{}", free_port());
     let mut env = daemon_env(&db, &redis);
-    env.push(("LEDGERBOARD__API__LISTEN".into(), listen.clone()));
+    // The daemon binds a port of its own choice and logs it: no port found free and bound again.
+    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut api = Process::start(BINARY, &[], &env);
-    assert!(
-        api.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
-        "{}",
-        api.stderr()
-    );
+    let listen = api
+        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
+        .to_string();
 
     let body =
         r#"{"event_id":"0b9a3c52-4f5e-4c1e-9d7a-2f1e8b6c4d3a","user_id":"user-a","delta":10}"#;
@@ -85,11 +81,11 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     migrate(&db.url).await;
-    let listen = format!("127.0.0.1:{}", free_port());
     let mut env = daemon_env(&db, &redis);
     env.extend(
         [
-            ("LEDGERBOARD__API__LISTEN", listen.as_str()),
+            // The daemon binds a port of its own choice and logs it.
+            ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
             // Outside the projector's bounds and of the wrong type for the reconciler.
             ("LEDGERBOARD__PROJECTOR__BATCH_SIZE", "0"),
             ("LEDGERBOARD__RECONCILER__CHUNK_SIZE", "many"),
@@ -100,11 +96,9 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
     );
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut api = Process::start(BINARY, &[], &env);
-    assert!(
-        api.wait_for_log("ledgerboard-api started", Duration::from_secs(20)),
-        "{}",
-        api.stderr()
-    );
+    let listen = api
+        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
+        .to_string();
     let stderr = api.stderr();
     assert!(
         stderr.contains("unknown setting ignored") && stderr.contains("api.new_knob"),

@@ -7,7 +7,7 @@ mod common;
 
 use common::Settings;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -17,7 +17,7 @@ use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens};
+use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens, wait_until};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -80,6 +80,10 @@ async fn projection(cache: &Store, board: &str) -> BTreeMap<String, (i64, i64)> 
         .collect()
 }
 
+fn database_for_rebuild(settings: &Settings) -> Database {
+    Database::connect(&settings.database, "pgbouncer-rebuild").expect("pool")
+}
+
 #[tokio::test]
 async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     let db = TestDb::create().await;
@@ -90,6 +94,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     settings.database.direct_url = db.url.clone();
     settings.database.transaction_pooler = true;
     settings.database.pool_max_size = Count::of(8);
+    settings.redis.url = redis.url.clone();
     settings.redis.namespace = redis.namespace.clone();
     settings.auth.tokens = test_tokens();
     settings.projector.batch_size = Count::of(50);
@@ -129,28 +134,41 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     }
 
     // The projector drains through the pooler, woken through its direct LISTEN session.
-    let started = Instant::now();
     for board in ["even", "odd"] {
-        loop {
-            let expected = source(&db, board).await;
-            if projection(&cache, board).await == expected {
-                assert_eq!(expected.len(), 37, "{board}: {expected:?}");
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{board} was not projected through PgBouncer: {}",
-                bouncer.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let projected = wait_until(Duration::from_secs(30), || async {
+            projection(&cache, board).await == source(&db, board).await
+        })
+        .await;
+        assert!(
+            projected.is_some(),
+            "{board} was not projected through PgBouncer: {}",
+            bouncer.log()
+        );
+        let expected = source(&db, board).await;
+        assert_eq!(expected.len(), 37, "{board}: {expected:?}");
     }
 
-    // Reads from PostgreSQL (strong) and from the projection agree, through the pooler.
+    // A board is trusted by bounded reads once a rebuild sealed it (as the reconciler does for
+    // every board): the rebuild reads the source through the pooler too.
+    ledgerboard_reconciler::rebuild::rebuild(
+        &database_for_rebuild(&settings),
+        &cache,
+        &settings,
+        &BoardId::parse("even").expect("board"),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("rebuild through the pooler");
+
+    // Reads from PostgreSQL (strong) and from the projection (bounded) agree, through the
+    // pooler. Each answer says where it came from: two reads of PostgreSQL would agree too.
     let (status, strong) = send(&app, get("/v1/boards/even/top?limit=5&consistency=strong")).await;
     assert_eq!(status, StatusCode::OK, "{strong}");
+    assert_eq!(strong["freshness"]["source"], "database", "{strong}");
     let (status, bounded) = send(&app, get("/v1/boards/even/top?limit=5")).await;
     assert_eq!(status, StatusCode::OK, "{bounded}");
+    assert_eq!(bounded["freshness"]["source"], "projection", "{bounded}");
+    assert_eq!(strong["entries"].as_array().map(Vec::len), Some(5));
     assert_eq!(strong["entries"], bounded["entries"]);
     let top = strong["entries"][0]["user_id"]
         .as_str()

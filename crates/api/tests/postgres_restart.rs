@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -20,7 +20,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
-use ledgerboard_testkit::{TEST_TOKEN, TestRedis, free_port};
+use ledgerboard_testkit::{TEST_TOKEN, TestRedis, free_port, wait_until};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -74,17 +74,29 @@ impl PrivatePostgres {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "initdb");
-        let pg = PrivatePostgres {
+        let mut pg = PrivatePostgres {
             dir,
             port: free_port(),
             bin,
         };
+        // The port was found free and is bound by the server later: another process may take
+        // it in between, and then the start fails; it is tried again on another port.
+        for _ in 1..5 {
+            if pg.try_ctl(&["start"]) {
+                return pg;
+            }
+            pg.port = free_port();
+        }
         pg.ctl(&["start"]);
         pg
     }
 
     fn ctl(&self, action: &[&str]) {
-        let ok = as_postgres(&self.bin.join("pg_ctl"))
+        assert!(self.try_ctl(action), "pg_ctl {action:?}");
+    }
+
+    fn try_ctl(&self, action: &[&str]) -> bool {
+        as_postgres(&self.bin.join("pg_ctl"))
             .arg("-D")
             .arg(self.dir.join("data"))
             .arg("-l")
@@ -98,8 +110,7 @@ impl PrivatePostgres {
             .args(action)
             .stdout(std::process::Stdio::null())
             .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "pg_ctl {action:?}");
+            .is_ok_and(|s| s.success())
     }
 
     fn url(&self) -> String {
@@ -173,9 +184,10 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
     // Four clients, each retrying a command answered 503 with the same event id until it is
     // accepted: every accepted delta must count exactly once.
     let running = Arc::new(AtomicBool::new(true));
+    let total = Arc::new(AtomicU64::new(0));
     let mut clients = Vec::new();
     for c in 0..4 {
-        let (app, running) = (app.clone(), running.clone());
+        let (app, running, total) = (app.clone(), running.clone(), total.clone());
         clients.push(tokio::spawn(async move {
             let mut accepted: BTreeMap<String, i64> = BTreeMap::new();
             let (mut refused, mut i) = (0_u64, 0_i64);
@@ -193,12 +205,19 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 *accepted.entry(user).or_default() += delta;
+                total.fetch_add(1, Ordering::Relaxed);
                 i += 1;
             }
             (accepted, refused)
         }));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The restart comes under load: once the clients got 100 commands through, not after a
+    // fixed time that a slow machine might spend starting up.
+    wait_until(Duration::from_secs(30), || async {
+        total.load(Ordering::Relaxed) >= 100
+    })
+    .await
+    .expect("100 commands accepted before the restart");
     let restart = Instant::now();
     let pg = tokio::task::spawn_blocking(move || {
         pg.ctl(&["-m", "fast", "restart"]);
@@ -207,7 +226,13 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
     .await
     .expect("restart");
     let restarted_in = restart.elapsed();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The load goes on until 100 more commands were accepted by the restarted server.
+    let after_restart = total.load(Ordering::Relaxed);
+    wait_until(Duration::from_secs(60), || async {
+        total.load(Ordering::Relaxed) >= after_restart + 100
+    })
+    .await
+    .expect("100 commands accepted after the restart");
     running.store(false, Ordering::Relaxed);
     let mut expected: BTreeMap<String, i64> = BTreeMap::new();
     let mut refused = 0;

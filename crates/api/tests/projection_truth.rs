@@ -558,8 +558,21 @@ async fn a_redis_that_comes_back_as_a_new_server_is_reconciled_at_once() {
     let env = TestEnv::with_redis_url(Some(server.url()), |_| {}).await;
     sealed_board(&env, "fo", 100).await;
     let (stop, running) = reconciler(&env);
-    // Let the daemon's first pass run on the consistent board and learn the server's run id.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Let the daemon's first pass run on the consistent board: the run id is read before it,
+    // and the pass records its progress in PostgreSQL.
+    let observer = env.db.client().await;
+    ledgerboard_testkit::wait_until(Duration::from_secs(10), || async {
+        !observer
+            .query(
+                "SELECT 1 FROM reconciler_progress WHERE namespace = $1",
+                &[&env.settings.redis.namespace],
+            )
+            .await
+            .expect("reconciler_progress")
+            .is_empty()
+    })
+    .await
+    .expect("the reconciler's first pass");
     // PostgreSQL moves on while Redis keeps an older copy whose rows count as projected: what a
     // failover to a replica that was behind leaves. The seal cannot show it (no member was
     // added or lost), so it takes a pass, and the next one is an hour away.

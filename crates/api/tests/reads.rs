@@ -432,6 +432,7 @@ async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
         Some(1),
         "bob is not projected yet"
     );
+    // Time passing is what this checks: bob's unprojected row ages past `max_lag_ms`.
     tokio::time::sleep(Duration::from_millis(700)).await;
     post("carol", 5).await;
     let (_, page) = get(&app, "/v1/boards/live/top").await;

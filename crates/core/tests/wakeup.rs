@@ -8,7 +8,7 @@ use std::time::Duration;
 use ledgerboard_core::config::{Count, DatabaseSettings};
 use ledgerboard_core::db::{Database, apply_score_command, migrate, sql};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
-use ledgerboard_testkit::TestDb;
+use ledgerboard_testkit::{TestDb, wait_until};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// LISTENs on the outbox channel and counts what arrives.
@@ -41,14 +41,16 @@ fn command(user: u32) -> ScoreCommand {
 }
 
 async fn wait_for(count: &AtomicU64, at_least: u64) -> bool {
-    for _ in 0..200 {
-        if count.load(Ordering::SeqCst) >= at_least {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
+    wait_until(Duration::from_secs(2), || async {
+        count.load(Ordering::SeqCst) >= at_least
+    })
+    .await
+    .is_some()
 }
+
+/// How long a notification that should not come is waited for. A fixed window on purpose:
+/// "nothing arrives" has no condition to wait on.
+const QUIET: Duration = Duration::from_millis(100);
 
 #[tokio::test]
 async fn commands_wake_the_projectors_with_coalesced_notifications() {
@@ -74,13 +76,15 @@ async fn commands_wake_the_projectors_with_coalesced_notifications() {
         .await
         .expect("first");
     assert!(wait_for(&count, 2).await);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A late extra notification of the first command must not count against the repeat.
+    tokio::time::sleep(QUIET).await;
     let before = count.load(Ordering::SeqCst);
     let outcome = apply_score_command(&db, &repeat, None)
         .await
         .expect("repeat");
     assert!(outcome.duplicate);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The window in which the duplicate's notification would arrive: the sleep is the test.
+    tokio::time::sleep(QUIET).await;
     assert_eq!(count.load(Ordering::SeqCst), before, "a duplicate notified");
 
     // Many commands at once: far fewer notifications than commands.
@@ -99,7 +103,12 @@ async fn commands_wake_the_projectors_with_coalesced_notifications() {
     for t in tasks {
         t.await.expect("worker");
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        wait_for(&count, before + 1).await,
+        "400 commands woke nobody"
+    );
+    // Then the window for any further ones, which the upper bound counts.
+    tokio::time::sleep(QUIET).await;
     let sent = count.load(Ordering::SeqCst) - before;
     assert!(
         (1..u64::from(commands) / 2).contains(&sent),

@@ -48,10 +48,10 @@ impl Daemon {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut daemon = Daemon::start(binary, args, env)?;
-        if !daemon.wait_for_log(&format!("{name} started"), limit) {
+        if !daemon.wait_for_log(&format!("{name} started"), limit)? {
             return Err(std::io::Error::other(format!(
                 "{name} did not start within {limit:?}:\n{}",
-                daemon.stderr()
+                daemon.stderr()?
             )));
         }
         Ok(daemon)
@@ -61,9 +61,15 @@ impl Daemon {
         self.child.id()
     }
 
-    /// What the process wrote to stderr so far.
-    pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    /// What the process wrote to stderr so far. An unreadable file is an error, never an
+    /// empty text: a caller looking for what is absent ("no panic") would pass on nothing.
+    pub fn stderr(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(&self.stderr_path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("read the stderr file {}: {e}", self.stderr_path.display()),
+            )
+        })
     }
 
     /// Waits up to `limit` for the process to exit by itself.
@@ -100,20 +106,59 @@ impl Daemon {
     }
 
     /// Polls stderr until `needle` appears, for at most `limit`; false when the process exits
-    /// or the time runs out first.
-    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+    /// or the time runs out first, an error when stderr cannot be read.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> std::io::Result<bool> {
         let started = Instant::now();
         while started.elapsed() < limit {
-            if self.stderr().contains(needle) {
-                return true;
+            if self.stderr()?.contains(needle) {
+                return Ok(true);
             }
             if let Ok(Some(_)) = self.child.try_wait() {
-                return self.stderr().contains(needle);
+                return Ok(self.stderr()?.contains(needle));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        false
+        Ok(false)
     }
+}
+
+impl Daemon {
+    /// Waits up to `limit` for a log line containing `message` and returns the `addr` it
+    /// names: the address a daemon given `127.0.0.1:0` bound (the api logs it with
+    /// `ledgerboard-api started`, the admin servers with `admin server (healthz, readyz,
+    /// metrics) listening`). A port found free and handed to the daemon could be taken by
+    /// another process before it binds; a port the daemon chose cannot. An error when the line
+    /// does not come in time, names no address, or stderr cannot be read.
+    pub fn wait_for_addr(
+        &mut self,
+        message: &str,
+        limit: Duration,
+    ) -> std::io::Result<std::net::SocketAddr> {
+        if !self.wait_for_log(message, limit)? {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no {message:?} within {limit:?}: {}", self.stderr()?),
+            ));
+        }
+        let stderr = self.stderr()?;
+        stderr
+            .lines()
+            .filter(|l| l.contains(message))
+            .find_map(logged_addr)
+            .ok_or_else(|| std::io::Error::other(format!("{message:?} names no addr: {stderr}")))
+    }
+}
+
+/// The address in a log line, as the daemons write it: `addr=127.0.0.1:4000` (human format)
+/// or `"addr":"127.0.0.1:4000"` (JSON).
+fn logged_addr(line: &str) -> Option<std::net::SocketAddr> {
+    let (_, rest) = line
+        .split_once("addr=")
+        .or_else(|| line.split_once("\"addr\":\""))?;
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == '"' || c == ',')
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }
 
 impl Drop for Daemon {
@@ -142,5 +187,19 @@ pub fn binary_beside_current_exe(name: &str) -> std::io::Result<PathBuf> {
                 path.display()
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logged_addr;
+
+    #[test]
+    fn addresses_are_read_from_both_log_formats() {
+        let human = "2026-12-01T14:00:00Z  INFO ledgerboard_api: ledgerboard-api started addr=127.0.0.1:41234";
+        assert_eq!(logged_addr(human), "127.0.0.1:41234".parse().ok());
+        let json = r#"{"fields":{"message":"admin server listening","addr":"127.0.0.1:9"}}"#;
+        assert_eq!(logged_addr(json), "127.0.0.1:9".parse().ok());
+        assert_eq!(logged_addr("ledgerboard-api started"), None);
     }
 }

@@ -13,7 +13,10 @@ pub use daemon::{Daemon, binary_beside_current_exe};
 pub use redis_cluster::{NodeInfo, RedisCluster};
 pub use redis_server::RedisServer;
 
-/// A local port free at the time of the call.
+/// A local port free at the time of the call, and released: whoever binds it later may find
+/// it taken. The one copy of this helper; its callers make up for the race. A daemon is given
+/// `127.0.0.1:0` and the address it logs is read instead (the testkit's
+/// `Process::wait_for_addr`); a `RedisServer` retries on another port when it cannot bind.
 pub fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())

@@ -28,15 +28,18 @@ impl RedisCluster {
     pub fn start() -> std::io::Result<RedisCluster> {
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            nodes.push(RedisServer::start_with(&[
-                "--cluster-enabled".into(),
-                "yes".into(),
-                "--cluster-node-timeout".into(),
-                "2000".into(),
-                // The bus port: free as well (port + 10000 may be out of range).
-                "--cluster-port".into(),
-                crate::free_port()?.to_string(),
-            ])?);
+            nodes.push(RedisServer::start_with_fresh(|| {
+                Ok(vec![
+                    "--cluster-enabled".into(),
+                    "yes".into(),
+                    "--cluster-node-timeout".into(),
+                    "2000".into(),
+                    // The bus port: free as well (port + 10000 may be out of range), and
+                    // found again when a start is retried.
+                    "--cluster-port".into(),
+                    crate::free_port()?.to_string(),
+                ])
+            })?);
         }
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");

@@ -2,6 +2,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How many ports [`RedisServer::start_with_fresh`] tries before giving up.
+pub const START_ATTEMPTS: u32 = 5;
+
 /// A redis-server of the caller's own on a free port, with its data in a temporary folder.
 /// `stop` saves the data and `restart` loads it; `crash` loses it. Dropping it kills the
 /// server and deletes the folder.
@@ -19,23 +22,46 @@ impl RedisServer {
 
     /// With further `redis-server` arguments (for example a cluster node's).
     pub fn start_with(extra: &[String]) -> std::io::Result<RedisServer> {
+        Self::start_with_fresh(|| Ok(extra.to_vec()))
+    }
+
+    /// Like [`RedisServer::start_with`], with the arguments made anew for each attempt (a
+    /// cluster node's bus port is a free port too). A port found free may be taken by someone
+    /// else before redis-server binds it: then the server exits, or another server answers on
+    /// it, and the start is tried again on other ports, up to [`START_ATTEMPTS`] times.
+    pub fn start_with_fresh(
+        extra: impl Fn() -> std::io::Result<Vec<String>>,
+    ) -> std::io::Result<RedisServer> {
         let dir =
             std::env::temp_dir().join(format!("ledgerboard-redis-{}", super::unique_suffix()));
         std::fs::create_dir_all(&dir)?;
         let mut server = RedisServer {
-            port: super::free_port()?,
+            port: 0,
             dir,
             child: None,
-            extra: extra.to_vec(),
+            extra: Vec::new(),
         };
-        server.spawn()?;
-        Ok(server)
+        let mut attempt = 1;
+        loop {
+            server.port = super::free_port()?;
+            server.extra = extra()?;
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempt < START_ATTEMPTS => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Starts the process on `self.port` and waits until it answers. `AddrInUse` when the
+    /// server exited before answering or another server answers on the port (the port was
+    /// taken after it was found free).
     fn spawn(&mut self) -> std::io::Result<()> {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -53,14 +79,39 @@ impl RedisServer {
             .stdout(Stdio::null())
             .spawn()
             .map_err(|e| std::io::Error::new(e.kind(), format!("start redis-server: {e}")))?;
+        let pid = child.id();
         self.child = Some(child);
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(10) {
-            if self.ping() {
-                return Ok(());
+            let exited = self
+                .child
+                .as_mut()
+                .is_none_or(|c| !matches!(c.try_wait(), Ok(None)));
+            if exited {
+                self.reap();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    format!(
+                        "redis-server on port {} exited before answering (port taken?)",
+                        self.port
+                    ),
+                ));
+            }
+            match self.process_id() {
+                Some(answering) if answering == pid => return Ok(()),
+                Some(other) => {
+                    // Someone else's server took the port: ours cannot bind it.
+                    self.kill_child();
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::AddrInUse,
+                        format!("port {} is served by another process ({other})", self.port),
+                    ));
+                }
+                None => {}
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.kill_child();
         Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!("redis-server on port {} did not answer", self.port),
@@ -72,6 +123,22 @@ impl RedisServer {
             .ok()?
             .get_connection_with_timeout(Duration::from_secs(2))
             .ok()
+    }
+
+    /// The `process_id` of the server answering on the port, if one answers.
+    fn process_id(&self) -> Option<u32> {
+        let mut conn = self.connection()?;
+        let info: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|id| id.trim().parse().ok())
+    }
+
+    fn kill_child(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+        }
+        self.reap();
     }
 
     pub fn ping(&self) -> bool {
@@ -104,10 +171,7 @@ impl RedisServer {
     /// Stops the server without saving: its data is lost (a restart comes up empty).
     pub fn crash(&mut self) {
         let _ = std::fs::remove_file(self.dir.join("dump.rdb"));
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-        }
-        self.reap();
+        self.kill_child();
     }
 
     fn reap(&mut self) {
@@ -116,7 +180,8 @@ impl RedisServer {
         }
     }
 
-    /// Starts it again on the same port, with the data `stop` saved.
+    /// Starts it again on the same port, with the data `stop` saved. The port cannot change
+    /// (clients hold its URL), so a port taken meanwhile is an error (`AddrInUse`).
     pub fn restart(&mut self) -> std::io::Result<()> {
         self.spawn()
     }
@@ -129,5 +194,30 @@ impl Drop for RedisServer {
             let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RedisServer;
+
+    /// A port someone else's server holds: ours exits (it cannot bind) or the answer comes
+    /// from the other process; either way the start says `AddrInUse`, so `start` moves on to
+    /// another port instead of taking the other server for its own.
+    #[test]
+    fn a_taken_port_is_refused_not_mistaken_for_ours() {
+        let holder = RedisServer::start().expect("a redis-server");
+        let dir =
+            std::env::temp_dir().join(format!("ledgerboard-redis-{}", crate::unique_suffix()));
+        std::fs::create_dir_all(&dir).expect("folder");
+        let mut second = RedisServer {
+            port: holder.port,
+            dir,
+            child: None,
+            extra: Vec::new(),
+        };
+        let err = second.spawn().expect_err("a second server on a taken port");
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
+        assert!(holder.ping(), "the holder is left alone");
     }
 }

@@ -8,7 +8,7 @@ use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
 use ledgerboard_projector::Projector;
 use ledgerboard_projector::settings::{ClaimMode, Sections, UnsafeRedisAction};
-use ledgerboard_testkit::RedisServer;
+use ledgerboard_testkit::{RedisServer, wait_until};
 use tokio_util::sync::CancellationToken;
 
 /// The projector's settings in a test environment of its own.
@@ -279,12 +279,18 @@ async fn redis_stopped_mid_drain_then_started_again_everything_drains() {
     let cancel = CancellationToken::new();
     let (stats, handle) = start_replica(&env, &cancel);
     // Stop Redis once part of the backlog is through.
-    let started = std::time::Instant::now();
-    while env.outbox_counts().await.2 < 500 && started.elapsed() < Duration::from_secs(30) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(Duration::from_secs(30), || async {
+        env.outbox_counts().await.2 >= 500
+    })
+    .await
+    .expect("500 rows projected before the outage");
     server.stop();
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Several failed rounds, not a moment: each one must leave the rows pending, unparked.
+    wait_until(Duration::from_secs(10), || async {
+        stats.snapshot().outages >= 3
+    })
+    .await
+    .unwrap_or_else(|| panic!("no outage counted: {:?}", stats.snapshot()));
     let (pending_during_outage, parked, _) = env.outbox_counts().await;
     assert!(
         pending_during_outage > 0,
@@ -324,13 +330,18 @@ async fn redis_out_of_memory_backs_off_without_parking() {
         .expect("limit");
     let cancel = CancellationToken::new();
     let (stats, handle) = start_replica(&env, &cancel);
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // More rounds than `max_attempts` (2): had an outage charged an attempt, rows would be
+    // parked by now.
+    wait_until(Duration::from_secs(10), || async {
+        stats.snapshot().outages >= 5
+    })
+    .await
+    .unwrap_or_else(|| panic!("too few outages counted: {:?}", stats.snapshot()));
     assert_eq!(
         env.outbox_counts().await,
         (1_000, 0, 0),
         "nothing projected, nothing parked"
     );
-    assert!(stats.snapshot().outages > 0);
     server
         .command(&["CONFIG", "SET", "maxmemory", "0"])
         .expect("free");
@@ -348,7 +359,23 @@ async fn a_commit_wakes_an_idle_projector() {
     let env = Env::new(|s| s.projector.poll_interval_ms = Millis::of(600_000)).await;
     let cancel = CancellationToken::new();
     let (_, handle) = start_replica(&env, &cancel);
-    tokio::time::sleep(Duration::from_millis(300)).await; // let it go idle and LISTEN
+    // A command committed before the projector LISTENs would be missed until the next poll:
+    // wait until its session is listening.
+    let observer = env.db.client().await;
+    wait_until(Duration::from_secs(10), || async {
+        observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .get::<_, i64>(0)
+            > 0
+    })
+    .await
+    .expect("the projector never LISTENed");
     let db = env.database();
     let command = ledgerboard_core::domain::ScoreCommand {
         event_id: EventId::from(uuid::Uuid::new_v4()),
@@ -382,6 +409,8 @@ async fn leased_mode_drains_and_takes_over_expired_leases() {
     // A replica that claimed 300 rows and died: its lease (short, by the database clock)
     // must run out before anyone else takes them.
     let client = db.client().await.expect("client");
+    // Taken before the claim: the lease started no earlier.
+    let lease_taken = std::time::Instant::now();
     let stolen = outbox::claim_leased(
         &client,
         db.statements(),
@@ -396,8 +425,17 @@ async fn leased_mode_drains_and_takes_over_expired_leases() {
 
     let cancel = CancellationToken::new();
     let (stats, handle) = start_replica(&env, &cancel);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    let free_rows_done = wait_until(Duration::from_secs(10), || async {
+        env.outbox_counts().await.2 >= 700
+    })
+    .await
+    .expect("the 700 free rows drain");
     let (pending, _, published) = env.outbox_counts().await;
+    // Only meaningful while the dead replica's lease (1.5 s) still runs.
+    assert!(
+        lease_taken.elapsed() < Duration::from_millis(1_500),
+        "the free rows took {free_rows_done:?}: the lease ran out before the check"
+    );
     assert_eq!(
         (pending, published),
         (300, 700),
@@ -506,7 +544,18 @@ async fn shutdown_abandons_a_stuck_batch_within_the_grace() {
     env.seed("b", 10, 10).await;
     let cancel = CancellationToken::new();
     let (_, handle) = start_replica(&env, &cancel);
-    tokio::time::sleep(Duration::from_millis(500)).await; // the batch is waiting on Redis
+    // The batch is waiting on Redis once it holds the rows: another session can claim none.
+    let client = env.db.client().await;
+    let claim = format!("{} ", ledgerboard_core::db::sql::OUTBOX_CLAIM);
+    wait_until(Duration::from_secs(10), || async {
+        client
+            .query(&claim, &[&100_i64])
+            .await
+            .expect("claim")
+            .is_empty()
+    })
+    .await
+    .expect("the projector claimed the rows");
     let stopping = std::time::Instant::now();
     cancel.cancel();
     tokio::time::timeout(Duration::from_secs(10), handle)
@@ -521,12 +570,8 @@ async fn shutdown_abandons_a_stuck_batch_within_the_grace() {
     );
     // The abandoned rows are still pending (their locks went with the dropped session).
     assert_eq!(env.outbox_counts().await, (10, 0, 0));
-    let client = env.db.client().await;
     let claimable = client
-        .query(
-            &format!("{} ", ledgerboard_core::db::sql::OUTBOX_CLAIM),
-            &[&100_i64],
-        )
+        .query(&claim, &[&100_i64])
         .await
         .expect("claim after shutdown");
     assert_eq!(claimable.len(), 10, "no row is left locked");

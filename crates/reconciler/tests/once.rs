@@ -119,15 +119,11 @@ async fn the_daemon_reconciles_on_its_schedule_and_stops_cleanly() {
         "{}",
         daemon.stderr()
     );
-    let started = std::time::Instant::now();
-    while env.projection("b").await != env.source("b").await {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "not repaired: {}",
-            daemon.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let repaired = ledgerboard_testkit::wait_until(Duration::from_secs(10), || async {
+        env.projection("b").await == env.source("b").await
+    })
+    .await;
+    assert!(repaired.is_some(), "not repaired: {}", daemon.stderr());
     let status = daemon
         .terminate(Duration::from_secs(10))
         .expect("stops on SIGTERM");

@@ -15,8 +15,7 @@ use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_testkit::{
-    Process, TestDb, TestRedis, daemon_env, free_port, http_request, migrate, source_boards,
-    workspace_binary,
+    Process, TestDb, TestRedis, daemon_env, http_request, migrate, source_boards, workspace_binary,
 };
 
 const BOARDS: u32 = 24;
@@ -165,14 +164,15 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     // Only its namespace is used: every key goes to the private cluster.
     let namespace = TestRedis::new().namespace.clone();
     let seeds = cluster.seeds().join(",");
-    let api = format!("127.0.0.1:{}", free_port());
     let mut env = daemon_env(&db, &TestRedis::new());
     env.retain(|(k, _)| k != "LEDGERBOARD__REDIS__URL" && k != "LEDGERBOARD__REDIS__NAMESPACE");
     for (k, v) in [
         ("LEDGERBOARD__REDIS__URL", seeds.as_str()),
         ("LEDGERBOARD__REDIS__NAMESPACE", namespace.as_str()),
         ("LEDGERBOARD__REDIS__CLUSTER", "true"),
-        ("LEDGERBOARD__API__LISTEN", api.as_str()),
+        // A port of the api's own choice, read from its log (no port found free and bound
+        // again later).
+        ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
         ("LEDGERBOARD__API__RATE_LIMIT_PER_S", "0"),
         ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "50"),
         ("LEDGERBOARD__PROJECTOR__BATCH_SIZE", "100"),
@@ -186,14 +186,17 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         namespace,
         ..RedisSettings::default()
     };
-    let stack = Stack {
+    let mut stack = Stack {
         db,
         env,
-        api,
+        api: String::new(),
         redis,
     };
 
-    let api = stack.daemon("ledgerboard-api");
+    let mut api = stack.daemon("ledgerboard-api");
+    stack.api = api
+        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
+        .to_string();
     let projectors = [
         stack.daemon("ledgerboard-projector"),
         stack.daemon("ledgerboard-projector"),
@@ -201,13 +204,10 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     // The reconciler daemon only for the rebuild requests: each new board is sealed by its
     // first rebuild before bounded reads trust its projection. Its passes are an hour apart,
     // so the comparison below still comes before any reconciliation pass.
-    let reconciler_admin = format!("127.0.0.1:{}", free_port());
+    // Its admin server takes any free port (`daemon_env`): nothing here scrapes it.
     let reconciler = stack.daemon_with(
         "ledgerboard-reconciler",
-        &[
-            ("LEDGERBOARD__RECONCILER__INTERVAL_MS", "3600000"),
-            ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", &reconciler_admin),
-        ],
+        &[("LEDGERBOARD__RECONCILER__INTERVAL_MS", "3600000")],
     );
 
     // Load: commands on every board (board 0 hot), each followed by a bounded read of its

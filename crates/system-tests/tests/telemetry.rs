@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::KeyLayout;
 use ledgerboard_testkit::{
-    Process, RedisServer, Scrape, TestDb, TestRedis, daemon_env, free_port, http_request,
+    Process, RedisServer, Scrape, TestDb, TestRedis, daemon_env, http_request,
     http_request_with_headers, migrate, workspace_binary,
 };
 
@@ -35,15 +35,13 @@ impl Stack {
         let shared = TestRedis::new();
         let mut env = daemon_env(&db, &shared);
         let redis_url = redis_url.unwrap_or_else(|| shared.url.clone());
-        let api = format!("127.0.0.1:{}", free_port());
-        let projector_admin = format!("127.0.0.1:{}", free_port());
-        let reconciler_admin = format!("127.0.0.1:{}", free_port());
-        env.retain(|(k, _)| !k.ends_with("ADMIN_LISTEN") && k != "LEDGERBOARD__REDIS__URL");
+        // Every daemon binds a port of its own choice (`127.0.0.1:0`, set by `daemon_env` for
+        // the admin servers) and logs it; `start` reads it. No port is found free and bound
+        // again later, so no other test can take it in between.
+        env.retain(|(k, _)| k != "LEDGERBOARD__REDIS__URL");
         for (k, v) in [
             ("LEDGERBOARD__REDIS__URL", redis_url.as_str()),
-            ("LEDGERBOARD__API__LISTEN", api.as_str()),
-            ("LEDGERBOARD__PROJECTOR__ADMIN_LISTEN", &projector_admin),
-            ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", &reconciler_admin),
+            ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "50"),
             ("LEDGERBOARD__TELEMETRY__OUTBOX_SAMPLE_INTERVAL_MS", "100"),
             // One pass at start-up, and none after it during a test.
@@ -59,20 +57,41 @@ impl Stack {
             _db: db,
             redis_url,
             env,
-            api,
-            projector_admin,
-            reconciler_admin,
+            api: String::new(),
+            projector_admin: String::new(),
+            reconciler_admin: String::new(),
         }
     }
 
-    /// Starts a daemon and waits until it says it started.
-    fn start(&self, name: &str) -> Process {
+    /// Starts a daemon, waits until it says it started, and records the address it bound
+    /// (a restarted daemon gets another one).
+    fn start(&mut self, name: &str) -> Process {
         let env: Vec<(&str, &str)> = self
             .env
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        Process::start_ready(&workspace_binary(name).to_string_lossy(), &[], &env)
+        let binary = workspace_binary(name);
+        let mut process = Process::start(&binary.to_string_lossy(), &[], &env);
+        let limit = Duration::from_secs(20);
+        let started = format!("{name} started");
+        let addr = if name == API {
+            process.wait_for_addr(&started, limit)
+        } else {
+            process.wait_for_addr("admin server (healthz", limit)
+        }
+        .to_string();
+        assert!(
+            process.wait_for_log(&started, limit),
+            "{name} did not start: {}",
+            process.stderr()
+        );
+        match name {
+            API => self.api = addr,
+            PROJECTOR => self.projector_admin = addr,
+            _ => self.reconciler_admin = addr,
+        }
+        process
     }
 
     fn stop(&self, mut process: Process) {
@@ -135,7 +154,7 @@ fn get(s: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
-    let stack = Stack::new(None, &[]).await;
+    let mut stack = Stack::new(None, &[]).await;
     let api = stack.start(API);
     let projector = stack.start(PROJECTOR);
 
@@ -376,7 +395,7 @@ fn check_observability_files(exported: &std::collections::BTreeSet<String>) {
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_follows_redis_and_the_api_stays_ready_without_it() {
     let mut server = RedisServer::start();
-    let stack = Stack::new(Some(server.url()), &[]).await;
+    let mut stack = Stack::new(Some(server.url()), &[]).await;
     let api = stack.start(API);
     let projector = stack.start(PROJECTOR);
     for addr in [&stack.api, &stack.projector_admin] {
@@ -520,7 +539,7 @@ async fn a_commands_trace_reaches_its_projection_over_otlp() {
             .serve_with_incoming(tokio_stream_from(listener)),
     );
 
-    let stack = Stack::new(
+    let mut stack = Stack::new(
         None,
         &[
             ("LEDGERBOARD__TELEMETRY__OTLP_ENDPOINT", endpoint.as_str()),

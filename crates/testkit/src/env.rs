@@ -6,11 +6,11 @@
 //! (each daemon test crate names its own, see `tests/common`). The test values below are set
 //! by name, as the environment would, so each applies where `D` has its section.
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::{TestDb, TestRedis};
-use ledgerboard_core::config::{self, DaemonSection, Settings, SharedOnly};
+use ledgerboard_core::config::{DaemonSection, Settings, SharedOnly};
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::{Store, inspect};
@@ -31,22 +31,21 @@ impl<D: DaemonSection> TestEnv<D> {
         tweak: impl FnOnce(&mut Settings<D>),
     ) -> TestEnv<D> {
         let db = TestDb::create().await;
-        let redis = TestRedis::new();
-        // Faster polling and a shorter grace than a deployment's, and the test tokens.
-        let test_values: HashMap<String, String> = [
-            ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "50".to_owned()),
-            ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000".to_owned()),
-            ("LEDGERBOARD__AUTH__TOKENS", crate::test_tokens()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        let mut settings = config::read_from::<D>(None, Some(test_values))
-            .expect("the test values load")
-            .settings;
-        settings.database.url = db.url.clone();
-        settings.redis.url = url.unwrap_or_else(|| redis.url.clone());
-        settings.redis.namespace = redis.namespace.clone();
+        let mut redis = TestRedis::new();
+        // The namespace lives on the Redis the test uses: `keys()` and the clean-up must look
+        // there, not at the shared server, where a private server's keys never are.
+        if let Some(url) = url {
+            redis.url = url;
+        }
+        // Faster polling and a shorter grace than a deployment's.
+        let mut settings: Settings<D> = crate::settings_for(
+            &db.url,
+            &redis,
+            &[
+                ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "50"),
+                ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000"),
+            ],
+        );
         tweak(&mut settings);
         settings.validate().expect("the test's settings are valid");
         migrate(&settings.database).await.expect("migrate");
@@ -197,14 +196,9 @@ impl<D> TestEnv<D> {
 
     /// Waits until nothing is pending (parked rows aside), for at most `limit`.
     pub async fn wait_drained(&self, limit: Duration) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if self.outbox_counts().await.0 == 0 {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
+        crate::wait_until(limit, || async { self.outbox_counts().await.0 == 0 })
+            .await
+            .is_some()
     }
 }
 

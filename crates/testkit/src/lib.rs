@@ -45,6 +45,31 @@ pub fn test_tokens() -> String {
     )
 }
 
+/// The default settings pointed at `database_url` and at the test's own Redis namespace, with
+/// [`test_tokens`] and `extra` (environment names, e.g. `LEDGERBOARD__SHUTDOWN__GRACE_MS`), set
+/// by name as the environment would, so each applies where `D` has its section: for a router
+/// or daemon built in process. Left at the defaults, a test would share Redis namespace
+/// `ledgerboard` (the one `just up` uses) with every other such test.
+pub fn settings_for<D: ledgerboard_core::config::DaemonSection>(
+    database_url: &str,
+    redis: &TestRedis,
+    extra: &[(&str, &str)],
+) -> ledgerboard_core::config::Settings<D> {
+    let values: std::collections::HashMap<String, String> =
+        [("LEDGERBOARD__AUTH__TOKENS", test_tokens().as_str())]
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+    let mut settings = ledgerboard_core::config::read_from::<D>(None, Some(values))
+        .expect("the test values load")
+        .settings;
+    settings.database.url = database_url.to_owned();
+    settings.redis.url = redis.url.clone();
+    settings.redis.namespace = redis.namespace.clone();
+    settings
+}
+
 /// A database that exists for one test.
 pub struct TestDb {
     pub name: String,
@@ -148,33 +173,51 @@ impl TestRedis {
         }
     }
 
-    /// Every key of the namespace, sorted.
+    /// Every key of the namespace, sorted. Panics when Redis cannot be read: an empty list
+    /// must mean "no such key", never "could not look".
     pub fn keys(&self) -> Vec<String> {
-        let mut keys = self.scan();
+        let mut keys = self
+            .scan()
+            .unwrap_or_else(|e| panic!("SCAN {}:* on {}: {e}", self.namespace, self.url));
         keys.sort();
         keys
     }
 
-    fn scan(&self) -> Vec<String> {
-        let Ok(client) = redis::Client::open(self.url.as_str()) else {
-            return Vec::new();
-        };
-        let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(5)) else {
-            return Vec::new();
-        };
+    /// A connection whose every call is bounded: the namespace may live on a server that hangs
+    /// (a test's `BlackHole`), and a clean-up must not hang with it.
+    fn connection(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(self.url.as_str())?;
+        let conn = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+        conn.set_write_timeout(Some(Duration::from_secs(5)))?;
+        Ok(conn)
+    }
+
+    fn scan(&self) -> redis::RedisResult<Vec<String>> {
+        let mut conn = self.connection()?;
         let pattern = format!("{}:*", self.namespace);
-        let iter: redis::RedisResult<redis::Iter<String>> = redis::cmd("SCAN")
+        let iter: redis::Iter<String> = redis::cmd("SCAN")
             .cursor_arg(0)
             .arg("MATCH")
             .arg(&pattern)
             .arg("COUNT")
             .arg(1000)
             .clone()
-            .iter(&mut conn);
-        match iter {
-            Ok(it) => it.filter_map(Result::ok).collect(),
-            Err(_) => Vec::new(),
+            .iter(&mut conn)?;
+        // A key the iterator cannot decode is an error too, not a key that is not there.
+        iter.collect()
+    }
+
+    fn unlink_all(&self) -> redis::RedisResult<()> {
+        let keys = self.scan()?;
+        if keys.is_empty() {
+            return Ok(());
         }
+        let mut conn = self.connection()?;
+        for chunk in keys.chunks(500) {
+            let _: i64 = redis::cmd("UNLINK").arg(chunk).query(&mut conn)?;
+        }
+        Ok(())
     }
 }
 
@@ -186,16 +229,18 @@ impl Default for TestRedis {
 
 impl Drop for TestRedis {
     fn drop(&mut self) {
-        let keys = self.scan();
-        if keys.is_empty() {
+        // A namespace on a server of the test's own (a `RedisServer`, a cluster, a
+        // `BlackHole`) goes away with that server: only the shared one needs cleaning, and a
+        // black hole would only make the clean-up wait out its timeouts.
+        if self.url != redis_url() {
             return;
         }
-        if let Ok(client) = redis::Client::open(self.url.as_str())
-            && let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(5))
-        {
-            for chunk in keys.chunks(500) {
-                let _: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(chunk).query(&mut conn);
-            }
+        // Drop must not panic (it may run while a failed test unwinds): say what was left.
+        if let Err(e) = self.unlink_all() {
+            eprintln!(
+                "warning: could not delete the keys of test namespace {}: {e}",
+                self.namespace
+            );
         }
     }
 }
@@ -218,12 +263,10 @@ impl BlackHole {
     }
 }
 
-/// A local port on which nothing listens (bound, then released).
+/// A local port on which nothing listens (bound, then released), for a client that must be
+/// refused.
 pub fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    let port = listener.local_addr().expect("free port address").port();
-    drop(listener);
-    port
+    free_port()
 }
 
 /// A daemon binary run as a child process ([`ledgerboard_harness::Daemon`]), started or the
@@ -254,6 +297,29 @@ impl Process {
             .unwrap_or_else(|e| panic!("{e}")),
         )
     }
+
+    /// What the process wrote to stderr so far; panics when it cannot be read (an empty text
+    /// would pass every "no panic" check).
+    pub fn stderr(&self) -> String {
+        self.0.stderr().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ledgerboard_harness::Daemon::wait_for_addr`]: the address a daemon given
+    /// `127.0.0.1:0` bound, read from its log line containing `message`. No port is found free
+    /// and bound again later, so no other process can take it in between. Panics (with the
+    /// stderr) when the line does not come or names no address.
+    pub fn wait_for_addr(&mut self, message: &str, limit: Duration) -> SocketAddr {
+        self.0
+            .wait_for_addr(message, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ledgerboard_harness::Daemon::wait_for_log`], panicking when stderr cannot be read.
+    pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> bool {
+        self.0
+            .wait_for_log(needle, limit)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
 }
 
 impl std::ops::Deref for Process {
@@ -269,9 +335,32 @@ impl std::ops::DerefMut for Process {
     }
 }
 
-/// A free local port for a daemon to listen on.
+/// [`ledgerboard_harness::free_port`], or the test fails. Free when found, not reserved: for
+/// a daemon's listen address give `127.0.0.1:0` and read [`Process::wait_for_addr`] instead.
 pub fn free_port() -> u16 {
-    closed_port()
+    ledgerboard_harness::free_port().unwrap_or_else(|e| panic!("find a free port: {e}"))
+}
+
+/// Polls `condition` every 20 ms until it holds or `limit` has passed: the one way a test
+/// waits for something to happen (a fixed sleep either waits too long or passes before the
+/// thing happened). `Some(elapsed)` once it holds, `None` when the time ran out; the condition
+/// is checked once more at the deadline, so a slow check cannot miss it.
+pub async fn wait_until<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        let expired = started.elapsed() >= limit;
+        if condition().await {
+            return Some(started.elapsed());
+        }
+        if expired {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Applies the schema to the database at `url`.

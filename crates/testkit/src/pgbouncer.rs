@@ -25,45 +25,55 @@ impl PgBouncer {
         // PgBouncer refuses to run as root; it drops to `postgres`, who must read the folder.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         let admin = url::Url::parse(&super::admin_database_url()).expect("admin URL");
-        let port = super::free_port();
         std::fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n").expect("users.txt");
-        std::fs::write(
-            dir.join("pgbouncer.ini"),
-            format!(
-                "[databases]\n* = host={host} port={pg_port}\n\n[pgbouncer]\n\
-                 listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
-                 auth_type = trust\nauth_file = {users}\npool_mode = transaction\n\
-                 default_pool_size = {server_connections}\nmax_client_conn = 500\n\
-                 ignore_startup_parameters = extra_float_digits\nlogfile = {log}\n",
-                host = admin.host_str().unwrap_or("127.0.0.1"),
-                pg_port = admin.port().unwrap_or(5432),
-                users = dir.join("users.txt").display(),
-                log = dir.join("pgbouncer.log").display(),
-            ),
-        )
-        .expect("pgbouncer.ini");
-        let mut command = Command::new(BINARY);
-        // As root it must be told whom to run as.
-        if running_as_root() {
-            command.args(["-u", "postgres"]);
+        // The port is found free, then bound by pgbouncer: another process may take it in
+        // between. Then pgbouncer exits (or is not the one listening), and it starts again on
+        // another port.
+        let mut attempt = 1;
+        loop {
+            let port = super::free_port();
+            std::fs::write(
+                dir.join("pgbouncer.ini"),
+                format!(
+                    "[databases]\n* = host={host} port={pg_port}\n\n[pgbouncer]\n\
+                     listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
+                     auth_type = trust\nauth_file = {users}\npool_mode = transaction\n\
+                     default_pool_size = {server_connections}\nmax_client_conn = 500\n\
+                     ignore_startup_parameters = extra_float_digits\nlogfile = {log}\n",
+                    host = admin.host_str().unwrap_or("127.0.0.1"),
+                    pg_port = admin.port().unwrap_or(5432),
+                    users = dir.join("users.txt").display(),
+                    log = dir.join("pgbouncer.log").display(),
+                ),
+            )
+            .expect("pgbouncer.ini");
+            let mut command = Command::new(BINARY);
+            // As root it must be told whom to run as.
+            if running_as_root() {
+                command.args(["-u", "postgres"]);
+            }
+            let mut child = command
+                .arg(dir.join("pgbouncer.ini"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {BINARY} (apt-get install pgbouncer): {e}"));
+            match wait_listening(&mut child, port) {
+                Ok(()) => return PgBouncer { port, dir, child },
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = std::fs::read_to_string(dir.join("pgbouncer.log"))
+                        .unwrap_or_else(|e| format!("(pgbouncer.log unreadable: {e})"));
+                    assert!(
+                        attempt < 5,
+                        "pgbouncer did not listen on {port}: {e}: {log}"
+                    );
+                    eprintln!("pgbouncer on {port}: {e}; trying another port");
+                    attempt += 1;
+                }
+            }
         }
-        let child = command
-            .arg(dir.join("pgbouncer.ini"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {BINARY} (apt-get install pgbouncer): {e}"));
-        let bouncer = PgBouncer { port, dir, child };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "pgbouncer did not listen on {port}: {}",
-                bouncer.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        bouncer
     }
 
     /// The URL of `database` through this PgBouncer.
@@ -71,8 +81,33 @@ impl PgBouncer {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
 
+    /// PgBouncer's log, for failure messages (a note in its place when it cannot be read).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.join("pgbouncer.log"))
+            .unwrap_or_else(|e| format!("(pgbouncer.log unreadable: {e})"))
+    }
+}
+
+/// Waits until pgbouncer accepts connections on `port` while still running (a port that
+/// answers while our process exited belongs to someone else).
+fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited with {status}"));
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // It may have failed to bind a moment ago and be exiting now.
+            std::thread::sleep(Duration::from_millis(50));
+            return match child.try_wait() {
+                Ok(None) => Ok(()),
+                _ => Err("exited; the port is someone else's".into()),
+            };
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            return Err("not listening within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -20,17 +20,19 @@ impl Scrape {
     }
 
     /// Parses the text format's sample lines (`name{a="b",...} value`); comments are skipped.
+    /// Panics on a sample line it cannot read: skipping it would make the metric look absent,
+    /// and `sum` of an absent metric is 0, which an "is 0" check would take for an answer.
     pub fn parse(text: &str) -> Scrape {
         let mut samples: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for line in text.lines() {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
-            let Some((series, value)) = line.rsplit_once(' ') else {
-                continue;
-            };
-            let Ok(value) = value.parse::<f64>() else {
-                continue;
+            let value = line
+                .rsplit_once(' ')
+                .and_then(|(series, value)| Some((series, value.parse::<f64>().ok()?)));
+            let Some((series, value)) = value else {
+                panic!("a sample line without a number: {line:?}");
             };
             let (name, labels) = match series.split_once('{') {
                 Some((name, rest)) => (name, parse_labels(rest.trim_end_matches('}'))),
@@ -139,5 +141,15 @@ mod tests {
             Some(2.0)
         );
         assert_eq!(s.value("absent", &[]), None);
+        assert_eq!(
+            Scrape::parse("x +Inf\n").value("x", &[]),
+            Some(f64::INFINITY)
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a sample line without a number")]
+    fn an_unreadable_sample_line_is_an_error_not_an_absent_metric() {
+        Scrape::parse("ledgerboard_outbox_pending three\n");
     }
 }

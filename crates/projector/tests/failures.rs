@@ -1,0 +1,228 @@
+//! What the projector does with a row the projection script refuses (LBCORRUPT, LBBADARG):
+//! retried after a growing back-off, then parked; and, in leased mode, what it does with its
+//! leases when Redis is down: gives them back at once.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ledgerboard_core::config::Millis;
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::is_outage;
+use ledgerboard_core::projection::scripts::PROJECT;
+use ledgerboard_projector::Projector;
+use ledgerboard_projector::settings::ClaimMode;
+use ledgerboard_projector::settings::Sections;
+use ledgerboard_testkit::{RedisServer, wait_until};
+use tokio_util::sync::CancellationToken;
+
+/// The projector's settings in a test environment of its own.
+type TestEnv = ledgerboard_testkit::TestEnv<Sections>;
+
+/// A running projector with its own pools, like one replica.
+fn start_replica(
+    env: &TestEnv,
+    cancel: &CancellationToken,
+) -> (
+    std::sync::Arc<ledgerboard_projector::stats::Stats>,
+    tokio::task::JoinHandle<()>,
+) {
+    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let stats = projector.stats();
+    let handle = tokio::spawn(projector.run(cancel.clone()));
+    (stats, handle)
+}
+
+/// A member whose stored version is not a number: its row fails with LBCORRUPT and nothing
+/// is written; each failure puts the next attempt further off (200 ms, then 400 ms: base 200,
+/// doubling, capped at 400), and the third failure parks it with the error. The other
+/// members' rows are published.
+#[tokio::test]
+async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
+    let env = TestEnv::new(|s| {
+        s.projector.max_attempts = 3;
+        s.projector.retry_base_ms = Millis::of(200);
+        s.projector.retry_max_ms = Millis::of(400);
+        s.projector.poll_interval_ms = Millis::of(20);
+    })
+    .await;
+    env.seed("b", 5, 5).await;
+    let cache = env.cache();
+    let board = BoardId::parse("b").expect("board");
+    let mut conn = cache.connection().await.expect("redis");
+    let _: () = redis::cmd("HSET")
+        .arg(cache.keys().versions(&board))
+        .arg("u000001")
+        .arg("not-a-number")
+        .query_async(&mut conn)
+        .await
+        .expect("plant");
+
+    let cancel = CancellationToken::new();
+    let (_, handle) = start_replica(&env, &cancel);
+    // The delay to the next attempt, seen after each failure: attempts -> largest delay (ms).
+    let delays = RefCell::new(BTreeMap::<i32, f64>::new());
+    let client = env.db.client().await;
+    let (client, delays_ref) = (&client, &delays);
+    wait_until(Duration::from_secs(15), || async move {
+        let row = client
+            .query_one(
+                "SELECT attempts, parked_at IS NOT NULL,
+                        extract(epoch FROM next_attempt_at - now())::float8 * 1000
+                 FROM leaderboard_outbox WHERE board_id = 'b' AND user_id = 'u000001'",
+                &[],
+            )
+            .await
+            .expect("the corrupt member's row");
+        let (attempts, parked, delay): (i32, bool, f64) = (row.get(0), row.get(1), row.get(2));
+        if attempts > 0 && !parked {
+            let mut seen = delays_ref.borrow_mut();
+            let largest = seen.entry(attempts).or_insert(f64::MIN);
+            *largest = largest.max(delay);
+        }
+        parked
+    })
+    .await
+    .expect("the corrupt row was never parked");
+    cancel.cancel();
+    handle.await.expect("stops");
+
+    let delays = delays.into_inner();
+    let (first, second) = (delays.get(&1).copied(), delays.get(&2).copied());
+    assert!(
+        first.is_some_and(|d| d > 0.0 && d <= 200.0),
+        "after the first failure: {delays:?}"
+    );
+    assert!(
+        second.is_some_and(|d| d > 200.0 && d <= 400.0),
+        "after the second failure the back-off must have grown past the base: {delays:?}"
+    );
+    let row = client
+        .query_one(
+            "SELECT attempts, last_error FROM leaderboard_outbox
+             WHERE board_id = 'b' AND user_id = 'u000001'",
+            &[],
+        )
+        .await
+        .expect("parked row");
+    let (attempts, error): (i32, String) = (row.get(0), row.get(1));
+    assert_eq!(attempts, 3);
+    assert!(error.contains("LBCORRUPT"), "{error}");
+    assert_eq!(env.outbox_counts().await, (0, 1, 4));
+    // Nothing was written for the corrupt member, and the others are projected.
+    let scores: BTreeMap<String, f64> = redis::cmd("ZRANGE")
+        .arg(cache.keys().scores(&board))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .expect("ZRANGE");
+    let stored: String = redis::cmd("HGET")
+        .arg(cache.keys().versions(&board))
+        .arg("u000001")
+        .query_async(&mut conn)
+        .await
+        .expect("HGET");
+    assert_eq!(stored, "not-a-number");
+    let expected: BTreeMap<String, f64> = env
+        .source("b")
+        .await
+        .into_iter()
+        .filter(|(user, _)| user != "u000001")
+        .map(|(user, (score, _))| (user, score as f64))
+        .collect();
+    assert_eq!(scores, expected);
+}
+
+/// The projection script refuses arguments that are not numbers with LBBADARG and writes
+/// nothing. The projector never sends such arguments (scores and versions are integers), so
+/// the script is called directly. The error is the row's fault, not an outage: such a row
+/// takes the path of the LBCORRUPT row above (attempts, back-off, parked) instead of stalling
+/// every batch as an outage would.
+#[tokio::test]
+async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
+    let env = TestEnv::new(|_| {}).await;
+    let cache = env.cache();
+    let keys = cache.keys();
+    let board = BoardId::parse("b").expect("board");
+    let event = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
+    let mut conn = cache.connection().await.expect("redis");
+    for (score, version) in [("ten", "1"), ("10", "one"), ("10", "")] {
+        let reply: redis::RedisResult<String> = PROJECT
+            .key(keys.event_marker(&board, &event))
+            .key(keys.scores(&board))
+            .key(keys.versions(&board))
+            .key(keys.meta(&board))
+            .key(keys.rebuild_scores(&board))
+            .key(keys.rebuild_versions(&board))
+            .key(keys.rebuild_meta(&board))
+            .arg("alice")
+            .arg(score)
+            .arg(version)
+            .arg(60_000)
+            .invoke_async(&mut conn)
+            .await;
+        let err = reply.expect_err("bad arguments are refused");
+        assert_eq!(err.code(), Some("LBBADARG"), "{score}/{version}: {err}");
+        assert!(!is_outage(&err), "LBBADARG is the row's fault: {err}");
+    }
+    assert_eq!(env.redis.keys(), Vec::<String>::new(), "nothing written");
+}
+
+/// Leased mode with Redis down: a claimed batch cannot be applied, and its leases (30 s) are
+/// given back at once rather than left to expire, so once Redis is back every row is projected
+/// long before a lease could have run out.
+#[tokio::test]
+async fn leases_are_released_on_a_redis_outage() {
+    let mut server = RedisServer::start();
+    let env = TestEnv::with_redis_url(Some(server.url()), |s| {
+        s.projector.mode = ClaimMode::Leased;
+        s.projector.lease_ms = Millis::of(30_000);
+        s.projector.outage_backoff_max_ms = Millis::of(200);
+        s.redis.response_timeout_ms = Millis::of(300);
+        s.redis.connect_timeout_ms = Millis::of(300);
+        s.database.statement_timeout_ms = Millis::of(1_000);
+    })
+    .await;
+    env.seed("b", 50, 200).await;
+    server.stop();
+    let cancel = CancellationToken::new();
+    let (stats, handle) = start_replica(&env, &cancel);
+    wait_until(Duration::from_secs(15), || async {
+        stats.snapshot().outages >= 1
+    })
+    .await
+    .unwrap_or_else(|| panic!("no outage counted: {:?}", stats.snapshot()));
+    // Between its retries (outage back-off up to 200 ms) the projector holds no lease.
+    let client = env.db.client().await;
+    wait_until(Duration::from_secs(5), || async {
+        client
+            .query_one(
+                "SELECT count(*) FROM leaderboard_outbox WHERE lease_owner IS NOT NULL",
+                &[],
+            )
+            .await
+            .expect("leases")
+            .get::<_, i64>(0)
+            == 0
+    })
+    .await
+    .expect("the rows stay leased after the outage");
+    assert_eq!(env.outbox_counts().await, (200, 0, 0));
+
+    server.restart();
+    let drained = wait_until(Duration::from_secs(10), || async {
+        env.outbox_counts().await.0 == 0
+    })
+    .await;
+    cancel.cancel();
+    handle.await.expect("stops");
+    assert!(
+        drained.is_some(),
+        "rows still wait for their leases: {:?}",
+        env.outbox_counts().await
+    );
+    assert_eq!(env.outbox_counts().await, (0, 0, 200));
+    assert_eq!(env.projection("b").await, env.source("b").await);
+}
