@@ -408,7 +408,7 @@ async fn one_boards_large_backlog_is_stated_and_leaves_other_boards_alone() {
         .query(
             &format!(
                 "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) {}",
-                ledgerboard_core::db::sql::FRESHNESS
+                ledgerboard_core::db::reads::FRESHNESS.sql()
             ),
             &[&"busy", &ledgerboard_core::db::reads::LAG_COUNT_CAP],
         )

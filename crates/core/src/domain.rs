@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use uuid::Uuid;
 
 /// The largest magnitude a score may have: a Redis sorted-set score is an IEEE double, exact
@@ -234,27 +234,6 @@ pub struct ProjectionEntry {
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
-}
-
-/// How one member's projection compares with its source row (the reconciler's verdict).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Classification {
-    /// In PostgreSQL; absent from Redis (its score, its version, or both).
-    Missing,
-    /// Redis holds an older version than PostgreSQL.
-    Stale,
-    /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
-    Ahead,
-    /// Same version, different score; or a stored version that is not a number.
-    Corrupt,
-    Current,
-    /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
-    /// source version is still pending: the projector has yet to write it. Normal progress,
-    /// not drift, and not repaired.
-    Lagging,
-    /// In Redis with no source row.
-    Orphan,
 }
 
 #[cfg(test)]

@@ -28,11 +28,11 @@ fn start_replica(
     env: &Env,
     cancel: &CancellationToken,
 ) -> (
-    std::sync::Arc<ledgerboard_projector::stats::Stats>,
+    std::sync::Arc<ledgerboard_projector::metrics::Counters>,
     tokio::task::JoinHandle<()>,
 ) {
     let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let stats = projector.stats();
+    let stats = projector.counters();
     let handle = tokio::spawn(projector.run(cancel.clone()));
     (stats, handle)
 }
@@ -187,7 +187,7 @@ async fn four_replicas_drain_20000_rows_exactly_once() {
         let s = stats.snapshot();
         assert_eq!((s.failed, s.parked), (0, 0), "{s:?}");
         delivered += s.delivered();
-        busy_replicas += usize::from(s.batches > 0);
+        busy_replicas += usize::from(s.claimed() > 0);
     }
     // Every row claimed and delivered once: no row went to two replicas.
     assert_eq!(delivered, 20_000);
@@ -424,7 +424,7 @@ async fn retention_deletes_old_published_rows_one_projector_at_a_time() {
     // While another projector holds the retention lock, this one skips.
     let mut holder = env.db.client().await;
     let tx = holder.transaction().await.expect("begin");
-    tx.query_one(ledgerboard_core::db::sql::RETENTION_LOCK, &[])
+    tx.query_one(ledgerboard_core::db::outbox::RETENTION_LOCK.sql(), &[])
         .await
         .expect("lock");
     let skipped = outbox::retention_pass(&db, hour, None, 15, 100)
@@ -520,7 +520,7 @@ async fn shutdown_abandons_a_stuck_batch_within_the_grace() {
     let client = env.db.client().await;
     let claimable = client
         .query(
-            &format!("{} ", ledgerboard_core::db::sql::OUTBOX_CLAIM),
+            &format!("{} ", ledgerboard_core::db::outbox::CLAIM.sql()),
             &[&100_i64],
         )
         .await

@@ -1,6 +1,27 @@
 //! Intent (PostgreSQL) against observed (Redis), for one member.
 
-use ledgerboard_core::domain::Classification;
+use serde::{Deserialize, Serialize};
+
+/// How one member's projection compares with its source row (the reconciler's verdict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classification {
+    /// In PostgreSQL; absent from Redis (its score, its version, or both).
+    Missing,
+    /// Redis holds an older version than PostgreSQL.
+    Stale,
+    /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
+    Ahead,
+    /// Same version, different score; or a stored version that is not a number.
+    Corrupt,
+    Current,
+    /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
+    /// source version is still pending: the projector has yet to write it. Normal progress,
+    /// not drift, and not repaired.
+    Lagging,
+    /// In Redis with no source row.
+    Orphan,
+}
 
 /// What Redis holds for a member: its score in the sorted set and its entry in the version
 /// hash (as stored: it may not be a number), each possibly absent.

@@ -4,6 +4,7 @@
 
 pub mod classify;
 pub mod lock;
+pub mod metrics;
 pub mod pass;
 pub mod rebuild;
 pub mod report;
@@ -15,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
-use ledgerboard_core::telemetry::metrics::metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::pass::{PassOptions, run_pass};
@@ -70,7 +70,7 @@ impl Reconciler {
 
     fn set_lock_held(&self, held: bool) {
         self.lock_held.store(held, Ordering::Relaxed);
-        metrics().reconciler_lock_held.record(i64::from(held), &[]);
+        metrics::metrics().lock_held.record(i64::from(held), &[]);
     }
 
     /// One pass under the lock; `Busy` when another replica holds it.

@@ -11,12 +11,12 @@ use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::domain::{BoardId, Classification};
+use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::request_rebuilds;
 use ledgerboard_core::projection_read::{self, Seal};
 use ledgerboard_core::scripts::{REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
 
-use crate::classify::{Observed, classify};
+use crate::classify::{Classification, Observed, classify};
 use crate::lock::HeldLock;
 use crate::report::{BoardReport, Counts, PassReport};
 

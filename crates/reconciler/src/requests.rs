@@ -10,9 +10,9 @@ use ledgerboard_core::cache::{Cache, CacheError};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::telemetry::metrics::metrics;
-use opentelemetry::KeyValue;
+use ledgerboard_core::telemetry::metrics::Label;
 
+use crate::metrics::{RebuildOutcome, metrics};
 use crate::rebuild::{RebuildError, rebuild};
 
 /// How often the requests are looked at while no pass runs: the time from a lost projection to
@@ -68,8 +68,8 @@ impl Requests {
                         .query_async(&mut conn)
                         .await?;
                     metrics()
-                        .reconciler_rebuilds
-                        .add(1, &[KeyValue::new("outcome", "done")]);
+                        .rebuilds
+                        .add(1, &[RebuildOutcome::Done.key_value()]);
                     tracing::info!(board = %board, rows = report.rows, seconds = started.elapsed().as_secs_f64(), "requested rebuild done");
                     rebuilt += 1;
                 }
@@ -77,8 +77,8 @@ impl Requests {
                 Err(RebuildError::Busy(_)) => break,
                 Err(e) => {
                     metrics()
-                        .reconciler_rebuilds
-                        .add(1, &[KeyValue::new("outcome", "failed")]);
+                        .rebuilds
+                        .add(1, &[RebuildOutcome::Failed.key_value()]);
                     tracing::warn!(board = %board, error = %e, retry_in = ?RETRY_AFTER, "requested rebuild failed");
                     self.failed.insert(name, Instant::now());
                 }

@@ -1,8 +1,15 @@
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, sql};
+use super::{Database, Op, Statement};
 use crate::domain::{CommandOutcome, ScoreCommand};
+
+/// Event id, board, user, delta, trace context.
+pub static SCORE_COMMAND: Statement<5> = Statement::new(
+    Op::ScoreCommand,
+    include_str!("sql/commands/score.sql"),
+    [Type::UUID, Type::TEXT, Type::TEXT, Type::INT4, Type::TEXT],
+);
 
 /// How often a command is run again after losing a race (same event id arriving concurrently)
 /// or a deadlock. One retry settles a race; the rest is margin.
@@ -21,26 +28,20 @@ pub async fn apply_score_command(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let client = db.client().await?;
         let result = db
-            .bounded("score_command", client, async |c| {
-                db.statements()
-                    .query_one(
-                        c,
-                        sql::SCORE_COMMAND,
-                        &[
-                            (&cmd.event_id.as_uuid(), Type::UUID),
-                            (&cmd.board.as_str(), Type::TEXT),
-                            (&cmd.user_id.as_str(), Type::TEXT),
-                            (&cmd.delta.get(), Type::INT4),
-                            (&traceparent, Type::TEXT),
-                        ],
-                    )
-                    .await
-            })
+            .query_one(
+                &SCORE_COMMAND,
+                [
+                    &cmd.event_id.as_uuid(),
+                    &cmd.board.as_str(),
+                    &cmd.user_id.as_str(),
+                    &cmd.delta.get(),
+                    &traceparent,
+                ],
+            )
             .await;
         let row = match result {
-            Ok((_client, row)) => row,
+            Ok(row) => row,
             Err(StoreError::Contended(_)) if attempt < MAX_ATTEMPTS => continue,
             Err(e) => return Err(e),
         };
