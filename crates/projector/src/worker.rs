@@ -194,14 +194,14 @@ impl Worker {
 
     async fn leased_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let p = &self.settings.projector;
-        let claim = outbox::claim_leased(
+        let claimed = outbox::claim_leased(
             &*client,
             self.db.statements(),
             p.batch_size,
             &self.owner,
             p.lease(),
-        );
-        let claimed = claim.await?;
+        )
+        .await?;
         if claimed.is_empty() {
             return Ok(Tally::default());
         }

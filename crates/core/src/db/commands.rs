@@ -4,7 +4,7 @@ use super::errors::StoreError;
 use super::{Database, Op, Statement};
 use crate::domain::{CommandOutcome, ScoreCommand};
 
-/// Event id, board, user, delta, trace context.
+/// Parameters: event id, board, user, delta, trace context.
 pub static SCORE_COMMAND: Statement<5> = Statement::new(
     Op::ScoreCommand,
     include_str!("sql/commands/score.sql"),

@@ -63,7 +63,7 @@ fn claimed_rows(rows: &[Row]) -> Result<Vec<Claimed>, StoreError> {
     Ok(out)
 }
 
-/// Limit.
+/// Parameters: limit.
 pub static CLAIM: Statement<1> = Statement::new(
     Op::OutboxClaim,
     include_str!("sql/outbox/claim.sql"),
@@ -80,7 +80,7 @@ pub async fn claim(
     claimed_rows(&rows)
 }
 
-/// Limit, owner, lease (ms).
+/// Parameters: limit, owner, lease (ms).
 pub static LEASE: Statement<3> = Statement::new(
     Op::OutboxLease,
     include_str!("sql/outbox/lease.sql"),
@@ -102,7 +102,7 @@ pub async fn claim_leased(
     claimed_rows(&rows)
 }
 
-/// Ids, owner (NULL in transactional mode).
+/// Parameters: ids, owner (NULL in transactional mode).
 pub static PUBLISH: Statement<2> = Statement::new(
     Op::OutboxPublish,
     include_str!("sql/outbox/publish.sql"),
@@ -122,8 +122,8 @@ pub async fn publish(
     Ok(stmts.execute(client, &PUBLISH, [&ids, &owner]).await?)
 }
 
-/// Ids, errors, retry base (ms), retry max (ms), max attempts, owner (NULL in transactional
-/// mode).
+/// Parameters: ids, errors, retry base (ms), retry max (ms), max attempts, owner (NULL in
+/// transactional mode).
 pub static FAIL: Statement<6> = Statement::new(
     Op::OutboxFail,
     include_str!("sql/outbox/fail.sql"),
@@ -173,7 +173,7 @@ pub async fn fail(
     Ok(parked)
 }
 
-/// Ids, owner.
+/// Parameters: ids, owner.
 pub static RELEASE: Statement<2> = Statement::new(
     Op::OutboxRelease,
     include_str!("sql/outbox/release.sql"),
@@ -199,7 +199,7 @@ pub static RETENTION_LOCK: Statement<0> = Statement::new(
     include_str!("sql/retention/lock.sql"),
     [],
 );
-// Age (ms), batch.
+// Parameters of both: age (ms), batch.
 pub static RETENTION_OUTBOX: Statement<2> = Statement::new(
     Op::RetentionOutbox,
     include_str!("sql/retention/outbox.sql"),
@@ -281,7 +281,7 @@ pub struct ParkedRow {
     pub parked_at_ms: i64,
 }
 
-/// Limit.
+/// Parameters: limit.
 pub static PARKED_LIST: Statement<1> = Statement::new(
     Op::ParkedList,
     include_str!("sql/parked/list.sql"),
@@ -307,7 +307,7 @@ pub async fn list_parked(db: &Database, limit: usize) -> Result<Vec<ParkedRow>, 
         .collect()
 }
 
-/// Ids (or NULL), board (or NULL).
+/// Parameters: ids (or NULL), board (or NULL).
 pub static PARKED_REQUEUE: Statement<2> = Statement::new(
     Op::ParkedRequeue,
     include_str!("sql/parked/requeue.sql"),

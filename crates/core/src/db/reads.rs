@@ -7,7 +7,7 @@ use super::errors::StoreError;
 use super::{Database, Op, Statement, Statements};
 use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 
-/// Board, offset, limit.
+/// Parameters: board, offset, limit.
 pub static TOP: Statement<3> = Statement::new(
     Op::ReadTop,
     include_str!("sql/reads/top.sql"),
@@ -35,7 +35,7 @@ pub async fn top(
         .collect()
 }
 
-/// Board, user.
+/// Parameters: board, user.
 pub static USER: Statement<2> = Statement::new(
     Op::ReadUser,
     include_str!("sql/reads/user.sql"),
@@ -60,7 +60,8 @@ pub async fn member(
     .transpose()
 }
 
-// Board, score, user, radius. Both run in one round trip timed as `read_around`.
+// Parameters of both: board, score, user, radius. Both run in one round trip, timed as
+// `read_around`.
 pub static ABOVE: Statement<4> = Statement::new(
     Op::ReadAround,
     include_str!("sql/reads/above.sql"),
@@ -152,7 +153,7 @@ impl Lag {
     }
 }
 
-/// Board, count cap.
+/// Parameters: board, count cap.
 pub static FRESHNESS: Statement<2> = Statement::new(
     Op::Freshness,
     include_str!("sql/reads/freshness.sql"),

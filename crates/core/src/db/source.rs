@@ -17,17 +17,17 @@ pub struct SourceRow {
     pub version: i64,
 }
 
-/// Up to `limit` boards that have source rows, in byte order, after `after` ("" for the first)
-/// and, when `upto` is set, up to and including it. A stored board id that does not validate is
-/// skipped with a warning (it could not be a Redis key); the page may then be shorter, so
-/// callers page on with the last id of the raw page, returned second.
-/// After, up to (or NULL), limit.
+/// Parameters: after, up to (or NULL), limit.
 pub static BOARDS: Statement<3> = Statement::new(
     Op::ReconcileBoards,
     include_str!("sql/reconcile/boards.sql"),
     [Type::TEXT, Type::TEXT, Type::INT4],
 );
 
+/// Up to `limit` boards that have source rows, in byte order, after `after` ("" for the first)
+/// and, when `upto` is set, up to and including it. A stored board id that does not validate is
+/// skipped with a warning (it could not be a Redis key); the page may then be shorter, so
+/// callers page on with the last id of the raw page, returned second.
 pub async fn boards_page(
     db: &Database,
     after: &str,
@@ -50,7 +50,7 @@ pub async fn boards_page(
     Ok((boards, last))
 }
 
-/// Namespace.
+/// Parameters: namespace.
 pub static PROGRESS_GET: Statement<1> = Statement::new(
     Op::ReconcileProgress,
     include_str!("sql/reconcile/progress_get.sql"),
@@ -63,7 +63,7 @@ pub async fn progress(db: &Database, namespace: &str) -> Result<Option<String>, 
     Ok(row.map(|r| r.try_get(0)).transpose()?)
 }
 
-/// Namespace, board.
+/// Parameters: namespace, board.
 pub static PROGRESS_SET: Statement<2> = Statement::new(
     Op::ReconcileProgressSet,
     include_str!("sql/reconcile/progress_set.sql"),
@@ -81,8 +81,8 @@ pub async fn record_progress(
     Ok(())
 }
 
-/// Board, cursor, limit. Typed parameters and the unnamed statement: one round trip per chunk,
-/// where a statement prepared on first use costs two on that first call.
+/// Parameters: board, cursor, limit. Always the unnamed statement with typed parameters: one
+/// round trip per chunk, where a statement prepared on first use costs two on that call.
 pub static CHUNK: Statement<3> = Statement::new(
     Op::ReconcileChunk,
     include_str!("sql/reconcile/chunk.sql"),
@@ -120,7 +120,7 @@ pub struct RecheckedRow {
     pub pending: bool,
 }
 
-/// Board, users.
+/// Parameters: board, users.
 pub static RECHECK: Statement<2> = Statement::new(
     Op::ReconcileRecheck,
     include_str!("sql/reconcile/recheck.sql"),
@@ -156,7 +156,7 @@ pub async fn recheck(
         .collect()
 }
 
-/// Board, users.
+/// Parameters: board, users.
 pub static EXISTING: Statement<2> = Statement::new(
     Op::ReconcileExisting,
     include_str!("sql/reconcile/existing.sql"),
