@@ -5,10 +5,9 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram};
 
-use crate::telemetry::metrics::{counter, latency, meter};
+use crate::telemetry::metrics::{Label, counter, latency, meter};
 
 /// What a PostgreSQL call does: the `op` label of `ledgerboard_db_call_duration_seconds`.
 /// Each statement carries one (see [`super::Statement`]); a few calls that are not one
@@ -52,6 +51,42 @@ pub enum Op {
     SchemaVersion,
     /// The chaos check's read of a whole board (`lbctl chaos`).
     BoardScores,
+}
+
+impl Label for Op {
+    const ALL: &'static [Self] = &[
+        Op::ScoreCommand,
+        Op::ReadTop,
+        Op::ReadUser,
+        Op::ReadAround,
+        Op::Freshness,
+        Op::OutboxStatus,
+        Op::OutboxClaim,
+        Op::OutboxLease,
+        Op::OutboxPublish,
+        Op::OutboxFail,
+        Op::OutboxRelease,
+        Op::Commit,
+        Op::RetentionLock,
+        Op::RetentionOutbox,
+        Op::RetentionEvents,
+        Op::ParkedList,
+        Op::ParkedRequeue,
+        Op::ReconcileBoards,
+        Op::ReconcileProgress,
+        Op::ReconcileProgressSet,
+        Op::ReconcileChunk,
+        Op::ReconcileRecheck,
+        Op::ReconcileExisting,
+        Op::Ping,
+        Op::Ready,
+        Op::SchemaVersion,
+        Op::BoardScores,
+    ];
+    const KEY: &'static str = "op";
+    fn as_str(self) -> &'static str {
+        Op::as_str(self)
+    }
 }
 
 impl Op {
@@ -126,10 +161,9 @@ fn metrics() -> &'static DbMetrics {
 
 /// Records one PostgreSQL call that started at `started`.
 pub(crate) fn record(op: Op, started: Instant) {
-    metrics().call_duration.record(
-        started.elapsed().as_secs_f64(),
-        &[KeyValue::new("op", op.as_str())],
-    );
+    metrics()
+        .call_duration
+        .record(started.elapsed().as_secs_f64(), &[op.key_value()]);
 }
 
 /// Counts one cancel request the server accepted.
@@ -143,4 +177,36 @@ pub async fn timed<T>(op: Op, call: impl Future<Output = T>) -> T {
     let out = call.await;
     record(op, started);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn every_op_has_its_own_label_and_is_documented() {
+        let labels: HashSet<&str> = Op::ALL.iter().map(|op| op.as_str()).collect();
+        assert_eq!(labels.len(), Op::ALL.len(), "two ops share a label");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/operations.md");
+        let doc = std::fs::read_to_string(path).expect("docs/operations.md");
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with("| `ledgerboard_db_call_duration_seconds` |"))
+            .expect("the db call row of docs/operations.md");
+        // The list runs from the `Op` reference to the first full stop.
+        let list = row
+            .split_once("db/metrics.rs`): ")
+            .and_then(|(_, rest)| rest.split_once(". "))
+            .map(|(list, _)| list)
+            .expect("the op list of the db call row");
+        let documented: HashSet<&str> = list
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| *w != "lbctl")
+            .collect();
+        assert_eq!(documented, labels, "docs/operations.md against Op");
+    }
 }
