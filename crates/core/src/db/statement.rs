@@ -9,7 +9,6 @@
 //! outlives it. It costs a parse and a plan per call: pgbench running the command statement
 //! that way reached half the prepared rate on the 2-core machine (docs/performance.md), so it
 //! is only used when `database.transaction_pooler` is set.
-
 //!
 //! Every statement is a [`Statement`]: its SQL text (a file under `db/sql/`, declared next to
 //! the function that runs it), the types its parameters are sent as, and the [`Op`] it is timed
