@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Object;
 use ledgerboard_core::cache::Cache;
 use ledgerboard_core::config::{ClaimMode, Settings};
+use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
-use ledgerboard_core::db::{Database, StatementClient, StoreError, commit};
+use ledgerboard_core::db::{Database, StoreError, commit};
 use ledgerboard_core::domain::ProjectionEntry;
 use ledgerboard_core::projection::{self, Outage, RowOutcome};
 use ledgerboard_core::telemetry::trace_context;
@@ -194,14 +195,14 @@ impl Worker {
 
     async fn leased_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let p = &self.settings.projector;
-        let claimed = outbox::claim_leased(
+        let claim = outbox::claim_leased(
             &*client,
             self.db.statements(),
             p.batch_size,
             &self.owner,
             p.lease(),
-        )
-        .await?;
+        );
+        let claimed = claim.await?;
         if claimed.is_empty() {
             return Ok(Tally::default());
         }
