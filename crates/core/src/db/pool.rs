@@ -83,13 +83,8 @@ impl Database {
         params: Params<'_, N>,
     ) -> Result<Vec<Row>, StoreError> {
         let stmts = self.statements;
-        let client = self.client().await?;
-        let (_, rows) = self
-            .bounded(s.op(), client, async |c| {
-                stmts.query_untimed(c, s, params).await
-            })
-            .await?;
-        Ok(rows)
+        self.pooled(s.op(), async |c| stmts.query_untimed(c, s, params).await)
+            .await
     }
 
     /// As [`Self::query`], for exactly one row.
@@ -99,13 +94,10 @@ impl Database {
         params: Params<'_, N>,
     ) -> Result<Row, StoreError> {
         let stmts = self.statements;
-        let client = self.client().await?;
-        let (_, row) = self
-            .bounded(s.op(), client, async |c| {
-                stmts.query_one_untimed(c, s, params).await
-            })
-            .await?;
-        Ok(row)
+        self.pooled(s.op(), async |c| {
+            stmts.query_one_untimed(c, s, params).await
+        })
+        .await
     }
 
     /// As [`Self::query`], for at most one row.
@@ -115,13 +107,10 @@ impl Database {
         params: Params<'_, N>,
     ) -> Result<Option<Row>, StoreError> {
         let stmts = self.statements;
-        let client = self.client().await?;
-        let (_, row) = self
-            .bounded(s.op(), client, async |c| {
-                stmts.query_opt_untimed(c, s, params).await
-            })
-            .await?;
-        Ok(row)
+        self.pooled(s.op(), async |c| {
+            stmts.query_opt_untimed(c, s, params).await
+        })
+        .await
     }
 
     /// As [`Self::query`], for the number of rows changed.
@@ -131,13 +120,19 @@ impl Database {
         params: Params<'_, N>,
     ) -> Result<u64, StoreError> {
         let stmts = self.statements;
+        self.pooled(s.op(), async |c| stmts.execute_untimed(c, s, params).await)
+            .await
+    }
+
+    /// A pooled connection, then one bounded round trip on it; the connection goes back to
+    /// the pool.
+    async fn pooled<T, F>(&self, op: Op, call: F) -> Result<T, StoreError>
+    where
+        F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
+    {
         let client = self.client().await?;
-        let (_, n) = self
-            .bounded(s.op(), client, async |c| {
-                stmts.execute_untimed(c, s, params).await
-            })
-            .await?;
-        Ok(n)
+        let (_, value) = self.bounded(op, client, call).await?;
+        Ok(value)
     }
 
     /// Runs one round trip on `client` within the client-side bound, and records its latency
