@@ -4,7 +4,7 @@
 //!
 //! The lag is per board: one board's backlog, retries or parked rows say nothing about another
 //! board's projection, so they do not send its reads to PostgreSQL. Each measurement reads a
-//! bounded number of index entries (`freshness.sql`), whatever the backlog.
+//! bounded number of index entries (`reads/freshness.sql`), whatever the backlog.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

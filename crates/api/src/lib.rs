@@ -4,6 +4,7 @@ pub mod auth;
 pub mod coalesce;
 pub mod error;
 pub mod freshness;
+pub mod metrics;
 mod observe;
 pub mod openapi;
 pub mod rebuilds;

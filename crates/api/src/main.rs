@@ -6,10 +6,9 @@ use anyhow::Context;
 use clap::Parser;
 use ledgerboard_api::settings::Sections;
 use ledgerboard_api::{AppState, router, serve};
+use ledgerboard_core::daemon::admin::Health;
+use ledgerboard_core::daemon::outbox_gauges;
 use ledgerboard_core::projection::Store;
-use ledgerboard_core::telemetry::admin::Health;
-use ledgerboard_core::telemetry::metrics::metrics;
-use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 
 const NAME: &str = "ledgerboard-api";
@@ -33,7 +32,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let addr = settings.api.listen_addr()?;
     let cancel = shutdown::on_signal();
-    metrics().init_api_series();
+    ledgerboard_api::metrics::init_series();
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };

@@ -7,11 +7,12 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
-use ledgerboard_core::telemetry::metrics::metrics;
 use ledgerboard_core::telemetry::trace_context;
 use opentelemetry::KeyValue;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::metrics::metrics;
 
 pub async fn observe(req: Request, next: Next) -> Response {
     let route = req

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::StatusCode;
+use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::config::{Count, Millis};
-use ledgerboard_core::db::{Database, apply_score_command};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
@@ -409,7 +410,7 @@ async fn one_boards_large_backlog_is_stated_and_leaves_other_boards_alone() {
         .query(
             &format!(
                 "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) {}",
-                ledgerboard_core::db::sql::FRESHNESS
+                ledgerboard_core::db::reads::FRESHNESS.sql()
             ),
             &[&"busy", &ledgerboard_core::db::reads::LAG_COUNT_CAP],
         )

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use crate::settings::Settings;
 use anyhow::Context;
 use ledgerboard_core::config::{Count, Millis};
-use ledgerboard_core::db::{Database, migrate, outbox, sql};
+use ledgerboard_core::db::{Database, migrate, outbox};
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
 use ledgerboard_projector::Projector;
-use ledgerboard_projector::stats::Stats;
+use ledgerboard_projector::metrics::Counters;
 use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
 use serde::Serialize;
 
@@ -160,14 +160,14 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
 /// then mark the same rows published (they are locked by this transaction, so the repeated
 /// claim finds exactly them), then commit.
 fn pgbench_script() -> String {
-    let claim = sql::OUTBOX_CLAIM.replace("$1", &BATCH.to_string());
+    let claim = outbox::CLAIM.sql().replace("$1", &BATCH.to_string());
     let claim = pgbench::strip_comments(&claim);
     // The same claim, returning only the ids: its select list is replaced, whatever it is.
     let select = claim.find("SELECT ").expect("the claim is a SELECT");
     let from = select + claim[select..].find("FROM ").expect("the claim has a FROM");
     let ids = format!("{}SELECT id {}", &claim[..select], &claim[from..]);
     // Transactional mode: no lease owner ($2 is NULL).
-    let publish = pgbench::strip_comments(sql::OUTBOX_PUBLISH)
+    let publish = pgbench::strip_comments(outbox::PUBLISH.sql())
         .replace("$1::bigint[]", &format!("ARRAY({ids})"))
         .replace("$2::text", "NULL::text");
     format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n")
@@ -192,16 +192,16 @@ pub(crate) async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Res
 pub fn start_replica(
     settings: &Settings,
     cancel: &CancellationToken,
-) -> anyhow::Result<(Arc<Stats>, tokio::task::JoinHandle<()>)> {
+) -> anyhow::Result<(Arc<Counters>, tokio::task::JoinHandle<()>)> {
     let db = Database::connect(&settings.database, "bench-projector")?;
     let cache = Store::connect(&settings.redis)?;
     let projector = Projector::new(settings.clone(), db, cache);
-    let stats = projector.stats();
-    Ok((stats, tokio::spawn(projector.run(cancel.clone()))))
+    let counters = projector.counters();
+    Ok((counters, tokio::spawn(projector.run(cancel.clone()))))
 }
 
 pub(crate) async fn wait_delivered(
-    replicas: &[(Arc<Stats>, tokio::task::JoinHandle<()>)],
+    replicas: &[(Arc<Counters>, tokio::task::JoinHandle<()>)],
     rows: u64,
     limit: Duration,
 ) -> anyhow::Result<()> {

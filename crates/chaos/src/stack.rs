@@ -194,7 +194,7 @@ impl Stack {
         let client = self.db.client().await?;
         let (_, rows) = self
             .db
-            .bounded("board_scores", client, async |c| {
+            .bounded(ledgerboard_core::db::Op::BoardScores, client, async |c| {
                 c.query(BOARD_SCORES, &[&board.as_str()]).await
             })
             .await?;

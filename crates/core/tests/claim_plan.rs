@@ -3,7 +3,7 @@
 //! under load, seq-scanned and sorted the whole table and cut throughput by 4.
 
 use ledgerboard_core::config::DatabaseSettings;
-use ledgerboard_core::db::{migrate, sql};
+use ledgerboard_core::db::{migrate, outbox};
 use ledgerboard_testkit::TestDb;
 
 async fn migrated_db() -> (TestDb, tokio_postgres::Client) {
@@ -42,8 +42,8 @@ fn assert_index_served(plan: &str, what: &str) {
 #[tokio::test]
 async fn claims_use_the_pending_index_after_growing_from_empty() {
     let (_db, client) = migrated_db().await;
-    let claim = sql::OUTBOX_CLAIM;
-    let lease = sql::OUTBOX_LEASE;
+    let claim = outbox::CLAIM.sql();
+    let lease = outbox::LEASE.sql();
     client
         .batch_execute(&format!(
             "PREPARE claim(bigint) AS {claim};
@@ -133,12 +133,13 @@ async fn claims_stay_on_the_pending_index_when_statistics_describe_a_backlog() {
         )
         .await
         .expect("a drained backlog with stale statistics");
-    let claim = sql::OUTBOX_CLAIM.replace("$1", "500");
+    let claim = outbox::CLAIM.sql().replace("$1", "500");
     assert_index_served(
         &plan(&client, &format!("EXPLAIN {claim}")).await,
         "claim (stale statistics)",
     );
-    let lease = sql::OUTBOX_LEASE
+    let lease = outbox::LEASE
+        .sql()
         .replace("$1", "500")
         .replace("$2", "'w'")
         .replace("$3", "1000");

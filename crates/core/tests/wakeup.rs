@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, apply_score_command, migrate, sql};
+use ledgerboard_core::db::wakeup::OUTBOX_CHANNEL;
+use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_testkit::{TestDb, wait_until};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -19,13 +21,13 @@ async fn listen(url: &str) -> (tokio_postgres::Client, Arc<AtomicU64>) {
     tokio::spawn(async move {
         while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
             if let AsyncMessage::Notification(n) = message {
-                assert_eq!(n.channel(), sql::OUTBOX_CHANNEL);
+                assert_eq!(n.channel(), OUTBOX_CHANNEL);
                 seen.fetch_add(1, Ordering::SeqCst);
             }
         }
     });
     client
-        .batch_execute(&format!("LISTEN {}", sql::OUTBOX_CHANNEL))
+        .batch_execute(&format!("LISTEN {}", OUTBOX_CHANNEL))
         .await
         .expect("listen");
     (client, count)

@@ -2,9 +2,9 @@
 //! replicas may run; `FOR UPDATE SKIP LOCKED` (or leases) share the rows between them and the
 //! projection script makes every repeat harmless.
 
+pub mod metrics;
 pub mod redis_guard;
 pub mod settings;
-pub mod stats;
 pub mod wakeup;
 pub mod worker;
 
@@ -18,8 +18,8 @@ use ledgerboard_core::projection::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Counters;
 use crate::settings::{Sections, Settings, UnsafeRedisAction};
-use crate::stats::Stats;
 use crate::worker::Worker;
 
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub struct Projector {
     settings: Arc<Settings>,
     db: Database,
     cache: Store,
-    stats: Arc<Stats>,
+    counters: Arc<Counters>,
     instance: String,
 }
 
@@ -49,13 +49,14 @@ impl Projector {
             settings: Arc::new(settings.narrow()),
             db,
             cache,
-            stats: Arc::new(Stats::default()),
+            counters: Counters::register(),
             instance,
         }
     }
 
-    pub fn stats(&self) -> Arc<Stats> {
-        self.stats.clone()
+    /// What this projector did: the counters its exported metrics are made of.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
     }
 
     /// A worker of this projector (tests drive single batches with it).
@@ -64,7 +65,7 @@ impl Projector {
             db: self.db.clone(),
             cache: self.cache.clone(),
             settings: self.settings.clone(),
-            stats: self.stats.clone(),
+            counters: self.counters.clone(),
             owner: format!("{}-{index}", self.instance),
         }
     }

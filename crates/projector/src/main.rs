@@ -5,10 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use ledgerboard_core::daemon::admin::{self, Health};
+use ledgerboard_core::daemon::outbox_gauges;
 use ledgerboard_core::projection::Store;
-use ledgerboard_core::telemetry::admin::{self, Health};
-use ledgerboard_core::telemetry::metrics::metrics;
-use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_projector::Projector;
 use ledgerboard_projector::settings::Sections;
@@ -34,7 +33,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let admin_addr = settings.projector.admin_addr()?;
     let cancel = shutdown::on_signal();
-    metrics().init_projector_series();
+    ledgerboard_projector::metrics::init();
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };

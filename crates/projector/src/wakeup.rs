@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::config::{DatabaseSettings, parse_postgres_url};
-use ledgerboard_core::db::sql::OUTBOX_CHANNEL;
+use ledgerboard_core::db::wakeup::OUTBOX_CHANNEL;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};

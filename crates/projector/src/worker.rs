@@ -13,19 +13,17 @@ use deadpool_postgres::Object;
 use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
-use ledgerboard_core::db::{Database, StoreError};
+use ledgerboard_core::db::{Database, StoreError, commit};
 use ledgerboard_core::domain::ProjectionEntry;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::{self, Outage, RowOutcome};
-use ledgerboard_core::telemetry::metrics::{metrics, timed_db_call};
 use ledgerboard_core::telemetry::trace_context;
-use opentelemetry::KeyValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::stats::Stats;
+use crate::metrics::{BatchErrorKind, Counters};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
@@ -39,11 +37,11 @@ pub enum BatchError {
 
 impl BatchError {
     /// The `kind` label of `ledgerboard_projection_batch_errors_total`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> BatchErrorKind {
         match self {
-            BatchError::Outage(_) => "redis_outage",
-            BatchError::Store(_) => "database",
-            BatchError::Timeout(_) => "timeout",
+            BatchError::Outage(_) => BatchErrorKind::RedisOutage,
+            BatchError::Store(_) => BatchErrorKind::Database,
+            BatchError::Timeout(_) => BatchErrorKind::Timeout,
         }
     }
 }
@@ -54,7 +52,7 @@ impl From<tokio_postgres::Error> for BatchError {
     }
 }
 
-/// What one batch did, added to the stats once its transaction committed.
+/// What one batch did, counted once its transaction committed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
     pub claimed: usize,
@@ -70,7 +68,7 @@ pub struct Worker {
     pub db: Database,
     pub cache: Store,
     pub settings: Arc<Settings>,
-    pub stats: Arc<Stats>,
+    pub counters: Arc<Counters>,
     /// Leased mode: the name written into `lease_owner`.
     pub owner: String,
 }
@@ -97,9 +95,6 @@ impl Worker {
                     }
                 }
                 Some(Err(e)) => {
-                    if matches!(e, BatchError::Outage(_)) {
-                        Stats::add(&self.stats.outages, 1);
-                    }
                     failing_since.get_or_insert_with(std::time::Instant::now);
                     tracing::warn!(error = %e, retry_in = ?backoff.current(), "projection batch abandoned; its rows will be delivered again");
                     if !backoff.wait(&cancel).await {
@@ -128,9 +123,7 @@ impl Worker {
             Ok(c) => c,
             Err(e) => {
                 let e = BatchError::from(e);
-                metrics()
-                    .projection_batch_errors
-                    .add(1, &[KeyValue::new("kind", e.kind())]);
+                self.counters.batch_error(e.kind());
                 return Some(Err(e));
             }
         };
@@ -157,12 +150,8 @@ impl Worker {
             drop(Object::take(client));
         }
         match &result {
-            Some(Ok(tally)) => self.count(tally, started),
-            Some(Err(e)) => {
-                metrics()
-                    .projection_batch_errors
-                    .add(1, &[KeyValue::new("kind", e.kind())]);
-            }
+            Some(Ok(tally)) => self.counters.batch(tally, started),
+            Some(Err(e)) => self.counters.batch_error(e.kind()),
             None => {}
         }
         result
@@ -179,11 +168,7 @@ impl Worker {
     async fn transactional_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         let tx = client.transaction().await?;
         let batch_size = self.settings.projector.batch_size.get();
-        let claimed = timed_db_call(
-            "outbox_claim",
-            outbox::claim(&tx, self.db.statements(), batch_size),
-        )
-        .await?;
+        let claimed = outbox::claim(&tx, self.db.statements(), batch_size).await?;
         if claimed.is_empty() {
             tx.commit().await?;
             return Ok(Tally::default());
@@ -199,7 +184,7 @@ impl Worker {
                 }
             };
             let tally = self.record(&tx, &entries, outcomes, invalid, None).await?;
-            timed_db_call("commit", tx.commit()).await?;
+            commit(tx).await?;
             Ok(tally)
         }
         .instrument(span)
@@ -215,7 +200,7 @@ impl Worker {
             &self.owner,
             p.lease(),
         );
-        let claimed = timed_db_call("outbox_lease", claim).await?;
+        let claimed = claim.await?;
         if claimed.is_empty() {
             return Ok(Tally::default());
         }
@@ -236,7 +221,7 @@ impl Worker {
             let tally = self
                 .record(&tx, &entries, outcomes, invalid, Some(&self.owner))
                 .await?;
-            timed_db_call("commit", tx.commit()).await?;
+            commit(tx).await?;
             Ok(tally)
         }
         .instrument(span)
@@ -280,11 +265,7 @@ impl Worker {
             }
             published.push(entry.outbox_id);
         }
-        timed_db_call(
-            "outbox_publish",
-            outbox::publish(client, self.db.statements(), &published, owner),
-        )
-        .await?;
+        outbox::publish(client, self.db.statements(), &published, owner).await?;
         let p = &self.settings.projector;
         let policy = RetryPolicy {
             base_ms: p.retry_base_ms.ms(),
@@ -293,8 +274,8 @@ impl Worker {
         };
         tally.failed = failures.len() as u64;
         if !failures.is_empty() {
-            let fail = outbox::fail(client, self.db.statements(), &failures, policy, owner);
-            tally.parked = timed_db_call("outbox_fail", fail).await?;
+            tally.parked =
+                outbox::fail(client, self.db.statements(), &failures, policy, owner).await?;
         }
         if let Some((id, error)) = failures.first() {
             tracing::warn!(
@@ -306,35 +287,6 @@ impl Worker {
             );
         }
         Ok(tally)
-    }
-
-    fn count(&self, tally: &Tally, started: Instant) {
-        if tally.claimed > 0 {
-            let m = metrics();
-            m.projection_batch_rows.record(tally.claimed as u64, &[]);
-            m.projection_batch_duration
-                .record(started.elapsed().as_secs_f64(), &[]);
-            for (result, n) in [
-                ("applied", tally.applied),
-                ("duplicate", tally.duplicate),
-                ("stale", tally.stale),
-                ("failed", tally.failed),
-            ] {
-                if n > 0 {
-                    m.projections.add(n, &[KeyValue::new("result", result)]);
-                }
-            }
-            if tally.parked > 0 {
-                m.projection_parked.add(tally.parked, &[]);
-            }
-        }
-        let s = &self.stats;
-        Stats::add(&s.batches, u64::from(tally.claimed > 0));
-        Stats::add(&s.applied, tally.applied);
-        Stats::add(&s.duplicate, tally.duplicate);
-        Stats::add(&s.stale, tally.stale);
-        Stats::add(&s.failed, tally.failed);
-        Stats::add(&s.parked, tally.parked);
     }
 }
 

@@ -24,11 +24,11 @@ fn start_replica(
     env: &TestEnv,
     cancel: &CancellationToken,
 ) -> (
-    std::sync::Arc<ledgerboard_projector::stats::Stats>,
+    std::sync::Arc<ledgerboard_projector::metrics::Counters>,
     tokio::task::JoinHandle<()>,
 ) {
     let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let stats = projector.stats();
+    let stats = projector.counters();
     let handle = tokio::spawn(projector.run(cancel.clone()));
     (stats, handle)
 }

@@ -32,11 +32,11 @@ fn start_replica(
     env: &Env,
     cancel: &CancellationToken,
 ) -> (
-    std::sync::Arc<ledgerboard_projector::stats::Stats>,
+    std::sync::Arc<ledgerboard_projector::metrics::Counters>,
     tokio::task::JoinHandle<()>,
 ) {
     let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
-    let stats = projector.stats();
+    let stats = projector.counters();
     let handle = tokio::spawn(projector.run(cancel.clone()));
     (stats, handle)
 }
@@ -191,7 +191,7 @@ async fn four_replicas_drain_20000_rows_exactly_once() {
         let s = stats.snapshot();
         assert_eq!((s.failed, s.parked), (0, 0), "{s:?}");
         delivered += s.delivered();
-        busy_replicas += usize::from(s.batches > 0);
+        busy_replicas += usize::from(s.claimed() > 0);
     }
     // Every row claimed and delivered once: no row went to two replicas.
     assert_eq!(delivered, 20_000);
@@ -383,7 +383,7 @@ async fn a_commit_wakes_an_idle_projector() {
         user_id: UserId::parse("player").expect("user"),
         delta: ledgerboard_core::domain::Delta::new(42).expect("delta"),
     };
-    ledgerboard_core::db::apply_score_command(&db, &command, None)
+    ledgerboard_core::board::apply_score_command(&db, &command, None)
         .await
         .expect("command");
     assert!(
@@ -466,7 +466,7 @@ async fn retention_deletes_old_published_rows_one_projector_at_a_time() {
     // While another projector holds the retention lock, this one skips.
     let mut holder = env.db.client().await;
     let tx = holder.transaction().await.expect("begin");
-    tx.query_one(ledgerboard_core::db::sql::RETENTION_LOCK, &[])
+    tx.query_one(ledgerboard_core::db::outbox::RETENTION_LOCK.sql(), &[])
         .await
         .expect("lock");
     let skipped = outbox::retention_pass(&db, hour, None, 15, 100)
@@ -546,7 +546,7 @@ async fn shutdown_abandons_a_stuck_batch_within_the_grace() {
     let (_, handle) = start_replica(&env, &cancel);
     // The batch is waiting on Redis once it holds the rows: another session can claim none.
     let client = env.db.client().await;
-    let claim = format!("{} ", ledgerboard_core::db::sql::OUTBOX_CLAIM);
+    let claim = format!("{} ", ledgerboard_core::db::outbox::CLAIM.sql());
     wait_until(Duration::from_secs(10), || async {
         client
             .query(&claim, &[&100_i64])

@@ -4,6 +4,7 @@
 
 pub mod classify;
 pub mod lock;
+pub mod metrics;
 pub mod pass;
 pub mod rebuild;
 pub mod report;
@@ -16,7 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::{ReadModelError, Store, inspect};
-use ledgerboard_core::telemetry::metrics::metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::pass::{PassOptions, run_pass};
@@ -60,7 +60,7 @@ impl Reconciler {
 
     fn set_lock_held(&self, held: bool) {
         self.lock_held.store(held, Ordering::Relaxed);
-        metrics().reconciler_lock_held.record(i64::from(held), &[]);
+        metrics::metrics().lock_held.record(i64::from(held), &[]);
     }
 
     /// One pass under the lock; `Busy` when another replica holds it.

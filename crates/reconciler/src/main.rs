@@ -5,11 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use ledgerboard_core::daemon::admin::{self, Health};
+use ledgerboard_core::daemon::outbox_gauges;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
-use ledgerboard_core::telemetry::admin::{self, Health};
-use ledgerboard_core::telemetry::metrics::metrics;
-use ledgerboard_core::telemetry::outbox_gauges;
 use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
@@ -81,7 +80,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             Some(reason) => Err(anyhow::anyhow!("the pass did not complete: {reason}")),
         };
     }
-    metrics().init_reconciler_series();
+    ledgerboard_reconciler::metrics::init_series();
     let health =
         Health::new(telemetry.registry(), db.clone(), store).with_lock(reconciler.lock_held());
     let (_, admin) = admin::serve(admin_addr, health, cancel.clone())

@@ -1,9 +1,10 @@
 //! What a pass found and did, per board and in total.
 
-use crate::classify::Classification;
-use ledgerboard_core::telemetry::metrics::metrics;
-use opentelemetry::KeyValue;
+use ledgerboard_core::telemetry::metrics::Label;
 use serde::Serialize;
+
+use crate::classify::Classification;
+use crate::metrics::{PassOutcome, RepairAction, metrics};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -156,42 +157,39 @@ impl PassReport {
         let m = metrics();
         let t = &self.totals;
         let classes = [
-            ("missing", t.missing),
-            ("stale", t.stale),
-            ("ahead", t.ahead),
-            ("corrupt", t.corrupt),
-            ("orphan", t.orphan),
+            (Classification::Missing, t.missing),
+            (Classification::Stale, t.stale),
+            (Classification::Ahead, t.ahead),
+            (Classification::Corrupt, t.corrupt),
+            (Classification::Orphan, t.orphan),
         ];
-        m.reconcile_rows_checked.add(t.checked, &[]);
+        m.rows_checked.add(t.checked, &[]);
         for (class, n) in classes {
-            m.reconcile_drift.add(n, &[KeyValue::new("class", class)]);
+            m.drift.add(n, &[class.key_value()]);
             if self.completed {
-                m.reconcile_last_pass_drift
-                    .record(n as i64, &[KeyValue::new("class", class)]);
+                m.last_pass_drift.record(n as i64, &[class.key_value()]);
             }
         }
-        m.reconcile_lagging.add(t.lagging, &[]);
+        m.lagging.add(t.lagging, &[]);
         if self.completed {
-            m.reconcile_last_pass_lagging.record(t.lagging as i64, &[]);
+            m.last_pass_lagging.record(t.lagging as i64, &[]);
         }
-        m.reconcile_repairs
-            .add(t.repaired, &[KeyValue::new("action", "repaired")]);
-        m.reconcile_repairs
-            .add(t.removed, &[KeyValue::new("action", "removed")]);
+        m.repairs
+            .add(t.repaired, &[RepairAction::Repaired.key_value()]);
+        m.repairs
+            .add(t.removed, &[RepairAction::Removed.key_value()]);
         let outcome = if self.completed {
-            "completed"
+            PassOutcome::Completed
         } else {
-            "aborted"
+            PassOutcome::Aborted
         };
-        m.reconcile_passes
-            .add(1, &[KeyValue::new("outcome", outcome)]);
-        m.reconcile_pass_duration
-            .record(self.duration_ms as f64 / 1e3, &[]);
+        m.passes.add(1, &[outcome.key_value()]);
+        m.pass_duration.record(self.duration_ms as f64 / 1e3, &[]);
         if self.completed {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
-            m.reconcile_last_success.record(now, &[]);
+            m.last_success.record(now, &[]);
         }
     }
 

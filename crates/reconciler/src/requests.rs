@@ -11,9 +11,9 @@ use crate::settings::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::{ReadModelError, Store, generation};
-use ledgerboard_core::telemetry::metrics::metrics;
-use opentelemetry::KeyValue;
+use ledgerboard_core::telemetry::metrics::Label;
 
+use crate::metrics::{RebuildOutcome, metrics};
 use crate::rebuild::{RebuildError, rebuild};
 
 /// How often the requests are looked at while no pass runs: the time from a lost projection to
@@ -55,8 +55,8 @@ impl Requests {
                 Ok(report) => {
                     generation::forget_request(store, &name).await?;
                     metrics()
-                        .reconciler_rebuilds
-                        .add(1, &[KeyValue::new("outcome", "done")]);
+                        .rebuilds
+                        .add(1, &[RebuildOutcome::Done.key_value()]);
                     tracing::info!(board = %board, rows = report.rows, seconds = started.elapsed().as_secs_f64(), "requested rebuild done");
                     rebuilt += 1;
                 }
@@ -64,8 +64,8 @@ impl Requests {
                 Err(RebuildError::Busy(_)) => break,
                 Err(e) => {
                     metrics()
-                        .reconciler_rebuilds
-                        .add(1, &[KeyValue::new("outcome", "failed")]);
+                        .rebuilds
+                        .add(1, &[RebuildOutcome::Failed.key_value()]);
                     tracing::warn!(board = %board, error = %e, retry_in = ?RETRY_AFTER, "requested rebuild failed");
                     self.failed.insert(name, Instant::now());
                 }

@@ -208,7 +208,7 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
                     .expect("user"),
                 delta: ledgerboard_core::domain::Delta::new(3).expect("delta"),
             };
-            ledgerboard_core::db::apply_score_command(&db, &command, None)
+            ledgerboard_core::board::apply_score_command(&db, &command, None)
                 .await
                 .expect("command");
             n += 1;

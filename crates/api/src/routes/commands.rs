@@ -7,16 +7,16 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::BoardKind;
-use ledgerboard_core::db::apply_score_command;
+use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::domain::{BoardId, ScoreCommand};
-use ledgerboard_core::telemetry::metrics::metrics;
+use ledgerboard_core::telemetry::metrics::Label;
 use ledgerboard_core::telemetry::trace_context;
-use opentelemetry::KeyValue;
 use serde::Deserialize;
 
 use super::path_error;
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
+use crate::metrics::{CommandResult, metrics};
 use crate::state::AppState;
 #[allow(unused_imports)] // named in the OpenAPI attributes
 use ledgerboard_core::domain::CommandOutcome;
@@ -88,14 +88,12 @@ pub async fn post_score(
     }
     .await;
     let outcome = match &result {
-        Ok(o) if o.duplicate => "duplicate",
-        Ok(_) => "created",
-        Err(e) if e.status().is_client_error() => "refused",
-        Err(_) => "failed",
+        Ok(o) if o.duplicate => CommandResult::Duplicate,
+        Ok(_) => CommandResult::Created,
+        Err(e) if e.status().is_client_error() => CommandResult::Refused,
+        Err(_) => CommandResult::Failed,
     };
-    metrics()
-        .commands
-        .add(1, &[KeyValue::new("outcome", outcome)]);
+    metrics().commands.add(1, &[outcome.key_value()]);
     let outcome = result?;
     let status = if outcome.duplicate {
         StatusCode::OK

@@ -19,13 +19,13 @@ use ledgerboard_core::db::reads;
 use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 use ledgerboard_core::projection::ReadModelError;
 use ledgerboard_core::projection::read::{self, Seal, Sealed};
-use ledgerboard_core::telemetry::metrics::metrics;
-use opentelemetry::KeyValue;
+use ledgerboard_core::telemetry::metrics::Label;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
 use crate::error::{ApiError, ErrorBody};
 use crate::freshness::{Freshness, ProjectionState, Reason, Source};
+use crate::metrics::metrics;
 use crate::state::AppState;
 
 pub const MAX_LIMIT: u64 = 1_000;
@@ -126,9 +126,7 @@ async fn read<T>(
 ) -> Result<(T, Freshness), ApiError> {
     let lag = state.freshness.get(&state.read_db, board).await;
     let database = async |reason: Reason, projection: Option<ProjectionState>| {
-        metrics()
-            .read_fallbacks
-            .add(1, &[KeyValue::new("reason", reason.label())]);
+        metrics().read_fallbacks.add(1, &[reason.key_value()]);
         let value = from_database().await.map_err(ApiError::from)?;
         Ok((
             value,

@@ -6,12 +6,20 @@
 //! [`MIN_DELTA`]: crate::domain::MIN_DELTA
 //! [`MAX_DELTA`]: crate::domain::MAX_DELTA
 
+use tokio_postgres::types::Type;
+
 use super::Tally;
+use crate::db::{Op, Statement};
 use crate::domain::{Delta, ValidationError};
 
 /// The statement: the upsert that adds the delta, the event and the outbox row, in one
-/// statement (see the file's comments).
-pub const STATEMENT: &str = crate::db::sql::SCORE_COMMAND;
+/// statement (see the file's comments). Parameters: event id, board, user, delta, trace
+/// context.
+pub static STATEMENT: Statement<5> = Statement::new(
+    Op::ScoreCommand,
+    include_str!("sql/increment.sql"),
+    [Type::UUID, Type::TEXT, Type::TEXT, Type::INT4, Type::TEXT],
+);
 
 /// A command's value: an integer delta within the bounds.
 pub fn value(number: &serde_json::Number) -> Result<Delta, ValidationError> {
@@ -68,7 +76,11 @@ mod tests {
     #[test]
     fn the_statement_adds_the_delta_to_the_stored_score() {
         // What makes this statement the increment rule (and not another kind's).
-        assert!(STATEMENT.contains("SET score = s.score + EXCLUDED.score"));
-        assert!(STATEMENT.contains("version = s.version + 1"));
+        assert!(
+            STATEMENT
+                .sql()
+                .contains("SET score = s.score + EXCLUDED.score")
+        );
+        assert!(STATEMENT.sql().contains("version = s.version + 1"));
     }
 }

@@ -1,24 +1,28 @@
 //! The scoring rule of a board: what a command may carry, which statement applies it, and the
 //! score and version a member's accepted commands add up to. A score command's path reads
 //! top to bottom: the HTTP handler parses the body, [`BoardKind::command`] validates it,
-//! [`crate::db::apply_score_command`] runs [`BoardKind::statement`] (one statement, one
+//! [`apply_score_command`] runs [`BoardKind::statement`] (one statement, one
 //! transaction: score, event and outbox row), and the projector carries the outbox row to
 //! Redis. The chaos run checks PostgreSQL against [`BoardKind::expected`].
 //!
 //! Today every board is an [`BoardKind::Increment`] board. Another kind (keep-best, say) is
-//! one arm of [`BoardKind`], one module next to [`increment`] (its value check and its fold,
-//! with their tests) and one SQL file for its statement; the statement returns the same
+//! one arm of [`BoardKind`], one module next to [`increment`] (its value check, its fold and its
+//! statement, with their tests) and one SQL file under `board/sql/`; the statement returns the same
 //! columns (`duplicate, board_id, user_id, delta, score, version`), so the duplicate check,
 //! the outbox and the projection do not change.
 
+mod apply;
 pub mod increment;
 
+pub use apply::apply_score_command;
+
+use crate::db::Statement;
 use crate::domain::{BoardId, EventId, ScoreCommand, UserId, ValidationError};
 
 /// How a board turns commands into scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BoardKind {
-    /// Each command adds its delta to the member's score (`score_command.sql`).
+    /// Each command adds its delta to the member's score (`board/sql/increment.sql`).
     #[default]
     Increment,
 }
@@ -61,9 +65,9 @@ impl BoardKind {
     }
 
     /// The statement that applies one command of this kind exactly once per event id.
-    pub fn statement(self) -> &'static str {
+    pub fn statement(self) -> &'static Statement<5> {
         match self {
-            BoardKind::Increment => increment::STATEMENT,
+            BoardKind::Increment => &increment::STATEMENT,
         }
     }
 

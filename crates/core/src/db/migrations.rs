@@ -6,12 +6,27 @@ use std::time::Duration;
 use tokio_postgres::NoTls;
 
 use super::errors::StoreError;
-use super::sql;
+use super::{Op, Statement};
 use crate::config::{DatabaseSettings, parse_postgres_url};
 
 mod embedded {
     refinery::embed_migrations!("../../migrations");
 }
+
+// Both unnamed (one round trip each, nothing left on the server), so that the check also works
+// through a transaction pooler; it runs once per start-up, timed as one `schema_version` call.
+static HISTORY_EXISTS: Statement<0> = Statement::new(
+    Op::SchemaVersion,
+    include_str!("sql/schema/history_exists.sql"),
+    [],
+)
+.unnamed();
+static VERSION: Statement<0> = Statement::new(
+    Op::SchemaVersion,
+    include_str!("sql/schema/version.sql"),
+    [],
+)
+.unnamed();
 
 /// Key of the session advisory lock that serializes concurrent `lbctl migrate` runs. Taken on
 /// a direct connection of its own (never through a transaction pooler) for the run's length.
@@ -61,7 +76,9 @@ impl SchemaCheck {
 pub async fn check_schema(db: &super::Database) -> Result<SchemaCheck, StoreError> {
     let client = db.client().await?;
     let (_, applied) = db
-        .bounded("schema_version", client, async |c| applied_version(c).await)
+        .bounded(Op::SchemaVersion, client, async |c| {
+            applied_version(c).await
+        })
         .await?;
     Ok(SchemaCheck {
         applied,
@@ -76,16 +93,13 @@ async fn applied_version(
     client: &tokio_postgres::Client,
 ) -> Result<Option<i32>, tokio_postgres::Error> {
     let exists: bool = client
-        .query_typed_one(sql::SCHEMA_HISTORY_EXISTS, &[])
+        .query_typed_one(HISTORY_EXISTS.sql(), &[])
         .await?
         .try_get(0)?;
     if !exists {
         return Ok(None);
     }
-    client
-        .query_typed_one(sql::SCHEMA_VERSION, &[])
-        .await?
-        .try_get(0)
+    client.query_typed_one(VERSION.sql(), &[]).await?.try_get(0)
 }
 
 /// What `migrate` did.

@@ -1,21 +1,25 @@
 //! PostgreSQL access shared by the daemons and `lbctl`: the pool with its bounds, the
 //! migrations and schema check, the score command, and status queries.
+//!
+//! Every call goes through one path: a [`Statement`] (SQL file under `db/sql/<what it
+//! touches>/`, declared next to the function that runs it, with its parameter types and its
+//! [`Op`]) run by [`Database::query`] and its siblings (pooled, bounded, timed) or by
+//! [`Statements::query`] and its siblings on a transaction the caller holds (timed).
 
-mod commands;
 mod errors;
+pub mod metrics;
 mod migrations;
 pub mod outbox;
 mod pool;
 pub mod reads;
 pub mod source;
-pub mod sql;
 pub mod statement;
 mod status;
-mod wakeup;
+pub mod wakeup;
 
-pub use commands::apply_score_command;
 pub use errors::StoreError;
+pub use metrics::{Op, timed};
 pub use migrations::{MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate};
 pub use pool::{Database, wait_until_reachable};
-pub use statement::{StatementClient, Statements};
-pub use status::{OutboxStatus, outbox_status};
+pub use statement::{Params, Statement, StatementClient, Statements, commit};
+pub use status::{OutboxStatus, STATUS, outbox_status};

@@ -8,7 +8,7 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::errors::StoreError;
-use super::{Database, StatementClient, Statements, sql};
+use super::{Database, Op, Statement, StatementClient, Statements};
 use crate::domain::{BoardId, EventId, ProjectionEntry, UserId};
 
 /// One claimed row. `entry` is an error when the row's ids do not validate (they become Redis
@@ -63,17 +63,29 @@ fn claimed_rows(rows: &[Row]) -> Result<Vec<Claimed>, StoreError> {
     Ok(out)
 }
 
+/// Parameters: limit.
+pub static CLAIM: Statement<1> = Statement::new(
+    Op::OutboxClaim,
+    include_str!("sql/outbox/claim.sql"),
+    [Type::INT8],
+);
+
 /// Transactional mode: locks the next due rows inside the caller's transaction.
 pub async fn claim(
     client: &impl StatementClient,
     stmts: Statements,
     limit: usize,
 ) -> Result<Vec<Claimed>, StoreError> {
-    let rows = stmts
-        .query(client, sql::OUTBOX_CLAIM, &[(&(limit as i64), Type::INT8)])
-        .await?;
+    let rows = stmts.query(client, &CLAIM, [&(limit as i64)]).await?;
     claimed_rows(&rows)
 }
+
+/// Parameters: limit, owner, lease (ms).
+pub static LEASE: Statement<3> = Statement::new(
+    Op::OutboxLease,
+    include_str!("sql/outbox/lease.sql"),
+    [Type::INT8, Type::TEXT, Type::FLOAT8],
+);
 
 /// Leased mode: reserves the next due rows for `owner` until now() + `lease` (database clock).
 pub async fn claim_leased(
@@ -85,18 +97,17 @@ pub async fn claim_leased(
 ) -> Result<Vec<Claimed>, StoreError> {
     let lease_ms = lease.as_millis() as f64;
     let rows = stmts
-        .query(
-            client,
-            sql::OUTBOX_LEASE,
-            &[
-                (&(limit as i64), Type::INT8),
-                (&owner, Type::TEXT),
-                (&lease_ms, Type::FLOAT8),
-            ],
-        )
+        .query(client, &LEASE, [&(limit as i64), &owner, &lease_ms])
         .await?;
     claimed_rows(&rows)
 }
+
+/// Parameters: ids, owner (NULL in transactional mode).
+pub static PUBLISH: Statement<2> = Statement::new(
+    Op::OutboxPublish,
+    include_str!("sql/outbox/publish.sql"),
+    [Type::INT8_ARRAY, Type::TEXT],
+);
 
 /// Marks rows published. `owner`: leased mode, only rows still leased to it.
 pub async fn publish(
@@ -108,14 +119,23 @@ pub async fn publish(
     if ids.is_empty() {
         return Ok(0);
     }
-    Ok(stmts
-        .execute(
-            client,
-            sql::OUTBOX_PUBLISH,
-            &[(&ids, Type::INT8_ARRAY), (&owner, Type::TEXT)],
-        )
-        .await?)
+    Ok(stmts.execute(client, &PUBLISH, [&ids, &owner]).await?)
 }
+
+/// Parameters: ids, errors, retry base (ms), retry max (ms), max attempts, owner (NULL in
+/// transactional mode).
+pub static FAIL: Statement<6> = Statement::new(
+    Op::OutboxFail,
+    include_str!("sql/outbox/fail.sql"),
+    [
+        Type::INT8_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::FLOAT8,
+        Type::FLOAT8,
+        Type::INT4,
+        Type::TEXT,
+    ],
+);
 
 /// Charges one failed attempt to each row; returns how many of them this parked.
 pub async fn fail(
@@ -133,14 +153,14 @@ pub async fn fail(
     let rows = stmts
         .query(
             client,
-            sql::OUTBOX_FAIL,
-            &[
-                (&ids, Type::INT8_ARRAY),
-                (&errors, Type::TEXT_ARRAY),
-                (&(policy.base_ms as f64), Type::FLOAT8),
-                (&(policy.max_ms as f64), Type::FLOAT8),
-                (&(policy.max_attempts as i32), Type::INT4),
-                (&owner, Type::TEXT),
+            &FAIL,
+            [
+                &ids,
+                &errors,
+                &(policy.base_ms as f64),
+                &(policy.max_ms as f64),
+                &(policy.max_attempts as i32),
+                &owner,
             ],
         )
         .await?;
@@ -153,6 +173,13 @@ pub async fn fail(
     Ok(parked)
 }
 
+/// Parameters: ids, owner.
+pub static RELEASE: Statement<2> = Statement::new(
+    Op::OutboxRelease,
+    include_str!("sql/outbox/release.sql"),
+    [Type::INT8_ARRAY, Type::TEXT],
+);
+
 /// Leased mode: gives rows back without charging an attempt.
 pub async fn release(
     client: &impl StatementClient,
@@ -163,14 +190,26 @@ pub async fn release(
     if ids.is_empty() {
         return Ok(0);
     }
-    Ok(stmts
-        .execute(
-            client,
-            sql::OUTBOX_RELEASE,
-            &[(&ids, Type::INT8_ARRAY), (&owner, Type::TEXT)],
-        )
-        .await?)
+    Ok(stmts.execute(client, &RELEASE, [&ids, &owner]).await?)
 }
+
+/// The transaction-level advisory lock of retention; true when taken.
+pub static RETENTION_LOCK: Statement<0> = Statement::new(
+    Op::RetentionLock,
+    include_str!("sql/retention/lock.sql"),
+    [],
+);
+// Parameters of both: age (ms), batch.
+pub static RETENTION_OUTBOX: Statement<2> = Statement::new(
+    Op::RetentionOutbox,
+    include_str!("sql/retention/outbox.sql"),
+    [Type::FLOAT8, Type::INT8],
+);
+pub static RETENTION_EVENTS: Statement<2> = Statement::new(
+    Op::RetentionEvents,
+    include_str!("sql/retention/events.sql"),
+    [Type::FLOAT8, Type::INT8],
+);
 
 /// What one retention pass deleted; `skipped` when another projector held the lock.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,8 +232,8 @@ pub async fn retention_pass(
 ) -> Result<RetentionReport, StoreError> {
     let mut report = RetentionReport::default();
     let jobs = [
-        (published, sql::RETENTION_OUTBOX, true),
-        (events, sql::RETENTION_EVENTS, false),
+        (published, &RETENTION_OUTBOX, true),
+        (events, &RETENTION_EVENTS, false),
     ];
     for (age, statement, is_outbox) in jobs {
         let Some(age) = age else { continue };
@@ -203,7 +242,7 @@ pub async fn retention_pass(
             let tx = client.transaction().await?;
             let stmts = db.statements();
             let locked: bool = stmts
-                .query_one(&tx, sql::RETENTION_LOCK, &[])
+                .query_one(&tx, &RETENTION_LOCK, [])
                 .await?
                 .try_get(0)?;
             if !locked {
@@ -212,14 +251,7 @@ pub async fn retention_pass(
                 return Ok(report);
             }
             let deleted = stmts
-                .execute(
-                    &tx,
-                    statement,
-                    &[
-                        (&(age.as_millis() as f64), Type::FLOAT8),
-                        (&(batch as i64), Type::INT8),
-                    ],
-                )
+                .execute(&tx, statement, [&(age.as_millis() as f64), &(batch as i64)])
                 .await?;
             tx.commit().await?;
             if is_outbox {
@@ -249,15 +281,15 @@ pub struct ParkedRow {
     pub parked_at_ms: i64,
 }
 
+/// Parameters: limit.
+pub static PARKED_LIST: Statement<1> = Statement::new(
+    Op::ParkedList,
+    include_str!("sql/parked/list.sql"),
+    [Type::INT8],
+);
+
 pub async fn list_parked(db: &Database, limit: usize) -> Result<Vec<ParkedRow>, StoreError> {
-    let client = db.client().await?;
-    let (_, rows) = db
-        .bounded("parked_list", client, async |c| {
-            db.statements()
-                .query(c, sql::PARKED_LIST, &[(&(limit as i64), Type::INT8)])
-                .await
-        })
-        .await?;
+    let rows = db.query(&PARKED_LIST, [&(limit as i64)]).await?;
     rows.iter()
         .map(|r| {
             Ok(ParkedRow {
@@ -275,24 +307,19 @@ pub async fn list_parked(db: &Database, limit: usize) -> Result<Vec<ParkedRow>, 
         .collect()
 }
 
+/// Parameters: ids (or NULL), board (or NULL).
+pub static PARKED_REQUEUE: Statement<2> = Statement::new(
+    Op::ParkedRequeue,
+    include_str!("sql/parked/requeue.sql"),
+    [Type::INT8_ARRAY, Type::TEXT],
+);
+
 /// Puts parked rows back in the claim (all of them, or those with the given ids or board).
 pub async fn requeue_parked(
     db: &Database,
     ids: Option<&[i64]>,
     board: Option<&str>,
 ) -> Result<u64, StoreError> {
-    let client = db.client().await?;
     let ids = ids.map(<[i64]>::to_vec);
-    let (_, n) = db
-        .bounded("parked_requeue", client, async |c| {
-            db.statements()
-                .execute(
-                    c,
-                    sql::PARKED_REQUEUE,
-                    &[(&ids, Type::INT8_ARRAY), (&board, Type::TEXT)],
-                )
-                .await
-        })
-        .await?;
-    Ok(n)
+    db.execute(&PARKED_REQUEUE, [&ids, &board]).await
 }

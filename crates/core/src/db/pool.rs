@@ -2,11 +2,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+use tokio_postgres::{NoTls, Row};
 use tokio_util::sync::CancellationToken;
 
 use super::errors::StoreError;
-use super::statement::Statements;
+use super::metrics::{self, Op};
+use super::statement::{Params, Statement, Statements};
 use super::wakeup::Wakeup;
 use crate::backoff::Backoff;
 use crate::config::{DatabaseSettings, redact_url};
@@ -75,12 +76,72 @@ impl Database {
         Ok(self.pool.get().await?)
     }
 
+    /// Runs `s` on a pooled connection within the round-trip bound, timed under its op.
+    pub async fn query<const N: usize>(
+        &self,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let stmts = self.statements;
+        self.pooled(s.op(), async |c| stmts.query_untimed(c, s, params).await)
+            .await
+    }
+
+    /// As [`Self::query`], for exactly one row.
+    pub async fn query_one<const N: usize>(
+        &self,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Row, StoreError> {
+        let stmts = self.statements;
+        self.pooled(s.op(), async |c| {
+            stmts.query_one_untimed(c, s, params).await
+        })
+        .await
+    }
+
+    /// As [`Self::query`], for at most one row.
+    pub async fn query_opt<const N: usize>(
+        &self,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Option<Row>, StoreError> {
+        let stmts = self.statements;
+        self.pooled(s.op(), async |c| {
+            stmts.query_opt_untimed(c, s, params).await
+        })
+        .await
+    }
+
+    /// As [`Self::query`], for the number of rows changed.
+    pub async fn execute<const N: usize>(
+        &self,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<u64, StoreError> {
+        let stmts = self.statements;
+        self.pooled(s.op(), async |c| stmts.execute_untimed(c, s, params).await)
+            .await
+    }
+
+    /// A pooled connection, then one bounded round trip on it; the connection goes back to
+    /// the pool.
+    async fn pooled<T, F>(&self, op: Op, call: F) -> Result<T, StoreError>
+    where
+        F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
+    {
+        let client = self.client().await?;
+        let (_, value) = self.bounded(op, client, call).await?;
+        Ok(value)
+    }
+
     /// Runs one round trip on `client` within the client-side bound, and records its latency
-    /// under `op` (the statement's name). On expiry the connection is taken out of the pool:
-    /// its state (a query in flight) is unknown.
+    /// under `op`. On expiry the connection is taken out of the pool: its state (a query in
+    /// flight) is unknown. For a call that is not one statement (a ping, a pipelined pair);
+    /// one statement goes through [`Self::query`] and its siblings.
     pub async fn bounded<T, F>(
         &self,
-        op: &'static str,
+        op: Op,
         client: Object,
         call: F,
     ) -> Result<(Object, T), StoreError>
@@ -94,7 +155,7 @@ impl Database {
         // call finished.
         let guard = CancelOnDrop(Some(client.cancel_token()));
         let outcome = tokio::time::timeout(self.round_trip_timeout, call(&client)).await;
-        crate::telemetry::metrics::metrics().db_call(op, started);
+        metrics::record(op, started);
         match outcome {
             Ok(Ok(value)) => {
                 guard.disarm();
@@ -139,9 +200,6 @@ impl Database {
     }
 }
 
-/// Waits until PostgreSQL answers `SELECT 1`, retrying with capped backoff, for at most
-/// `deadline`. A daemon started before its database (a common order on Kubernetes) waits
-/// instead of crash-looping. Returns early with `Ok(false)` when `cancel` fires.
 /// Sends a cancel request for the query in flight when dropped before [`CancelOnDrop::disarm`]:
 /// when its caller gave up (a read's lag measurement timed out, the HTTP request was dropped)
 /// or the round-trip bound ran out.
@@ -164,7 +222,7 @@ impl Drop for CancelOnDrop {
         };
         runtime.spawn(async move {
             match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(NoTls)).await {
-                Ok(Ok(())) => crate::telemetry::metrics::metrics().db_cancels.add(1, &[]),
+                Ok(Ok(())) => metrics::cancelled(),
                 Ok(Err(e)) => tracing::warn!(error = %e, "could not cancel an abandoned query"),
                 Err(_) => tracing::warn!("cancelling an abandoned query timed out"),
             }
@@ -172,6 +230,9 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Waits until PostgreSQL answers `SELECT 1`, retrying with capped backoff, for at most
+/// `deadline`. A daemon started before its database (a common order on Kubernetes) waits
+/// instead of crash-looping. Returns early with `Ok(false)` when `cancel` fires.
 pub async fn wait_until_reachable(
     db: &Database,
     deadline: Duration,
@@ -182,7 +243,7 @@ pub async fn wait_until_reachable(
     loop {
         let attempt = async {
             let client = db.client().await?;
-            db.bounded("ping", client, async |c| c.simple_query("SELECT 1").await)
+            db.bounded(Op::Ping, client, async |c| c.simple_query("SELECT 1").await)
                 .await
                 .map(|_| ())
         };

@@ -4,8 +4,15 @@
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, Statements, sql};
+use super::{Database, Op, Statement, Statements};
 use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+
+/// Parameters: board, offset, limit.
+pub static TOP: Statement<3> = Statement::new(
+    Op::ReadTop,
+    include_str!("sql/reads/top.sql"),
+    [Type::TEXT, Type::INT8, Type::INT8],
+);
 
 pub async fn top(
     db: &Database,
@@ -13,22 +20,8 @@ pub async fn top(
     offset: u64,
     limit: u64,
 ) -> Result<Vec<RankedEntry>, StoreError> {
-    let client = db.client().await?;
-    let stmts = db.statements();
-    let (_, rows) = db
-        .bounded("read_top", client, async |c| {
-            stmts
-                .query(
-                    c,
-                    sql::READ_TOP,
-                    &[
-                        (&board.as_str(), Type::TEXT),
-                        (&(offset as i64), Type::INT8),
-                        (&(limit as i64), Type::INT8),
-                    ],
-                )
-                .await
-        })
+    let rows = db
+        .query(&TOP, [&board.as_str(), &(offset as i64), &(limit as i64)])
         .await?;
     rows.iter()
         .enumerate()
@@ -42,22 +35,20 @@ pub async fn top(
         .collect()
 }
 
+/// Parameters: board, user.
+pub static USER: Statement<2> = Statement::new(
+    Op::ReadUser,
+    include_str!("sql/reads/user.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+
 pub async fn member(
     db: &Database,
     board: &BoardId,
     user: &UserId,
 ) -> Result<Option<MemberStanding>, StoreError> {
-    let client = db.client().await?;
-    let (_, row) = db
-        .bounded("read_user", client, async |c| {
-            db.statements()
-                .query_opt(
-                    c,
-                    sql::READ_USER,
-                    &[(&board.as_str(), Type::TEXT), (&user.as_str(), Type::TEXT)],
-                )
-                .await
-        })
+    let row = db
+        .query_opt(&USER, [&board.as_str(), &user.as_str()])
         .await?;
     row.map(|r| {
         Ok(MemberStanding {
@@ -68,6 +59,19 @@ pub async fn member(
     })
     .transpose()
 }
+
+// Parameters of both: board, score, user, radius. Both run in one round trip, timed as
+// `read_around`.
+pub static ABOVE: Statement<4> = Statement::new(
+    Op::ReadAround,
+    include_str!("sql/reads/above.sql"),
+    [Type::TEXT, Type::INT8, Type::TEXT, Type::INT8],
+);
+pub static BELOW: Statement<4> = Statement::new(
+    Op::ReadAround,
+    include_str!("sql/reads/below.sql"),
+    [Type::TEXT, Type::INT8, Type::TEXT, Type::INT8],
+);
 
 /// The member and up to `radius` members on each side, in rank order; None for an unknown
 /// member.
@@ -83,19 +87,11 @@ pub async fn around(
     let client = db.client().await?;
     let n = radius as i64;
     let (_, (above, below)) = db
-        .bounded("read_around", client, async |c| {
-            let params = [
-                (
-                    &board.as_str() as &(dyn tokio_postgres::types::ToSql + Sync),
-                    Type::TEXT,
-                ),
-                (&me.score, Type::INT8),
-                (&user.as_str(), Type::TEXT),
-                (&n, Type::INT8),
-            ];
+        .bounded(Op::ReadAround, client, async |c| {
+            let params: super::Params<'_, 4> = [&board.as_str(), &me.score, &user.as_str(), &n];
             let stmts = db.statements();
-            let above = stmts.query(c, sql::READ_ABOVE, &params);
-            let below = stmts.query(c, sql::READ_BELOW, &params);
+            let above = stmts.query_untimed(c, &ABOVE, params);
+            let below = stmts.query_untimed(c, &BELOW, params);
             match stmts {
                 // Both on one connection at once: pipelined.
                 Statements::Prepared => tokio::try_join!(above, below),
@@ -132,7 +128,7 @@ pub async fn around(
 /// the backlog is large. A capped count says "at least this many".
 pub const LAG_COUNT_CAP: i64 = 10_000;
 
-/// How far behind one board's projection is (see `freshness.sql`).
+/// How far behind one board's projection is (see `reads/freshness.sql`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Lag {
     /// The board's outbox rows committed and not yet projected, rows waiting for a retry
@@ -157,18 +153,16 @@ impl Lag {
     }
 }
 
+/// Parameters: board, count cap.
+pub static FRESHNESS: Statement<2> = Statement::new(
+    Op::Freshness,
+    include_str!("sql/reads/freshness.sql"),
+    [Type::TEXT, Type::INT8],
+);
+
 pub async fn lag(db: &Database, board: &BoardId) -> Result<Lag, StoreError> {
-    let client = db.client().await?;
-    let (_, row) = db
-        .bounded("freshness", client, async |c| {
-            db.statements()
-                .query_one(
-                    c,
-                    sql::FRESHNESS,
-                    &[(&board.as_str(), Type::TEXT), (&LAG_COUNT_CAP, Type::INT8)],
-                )
-                .await
-        })
+    let row = db
+        .query_one(&FRESHNESS, [&board.as_str(), &LAG_COUNT_CAP])
         .await?;
     let pending: i64 = row.try_get("pending")?;
     let lowest: Option<i64> = row.try_get("lowest_unpublished")?;

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, sql};
+use super::{Database, Op, Statement};
 use crate::domain::BoardId;
 
 /// One row of `user_scores`: the intent the projection must show.
@@ -16,6 +16,13 @@ pub struct SourceRow {
     pub score: i64,
     pub version: i64,
 }
+
+/// Parameters: after, up to (or NULL), limit.
+pub static BOARDS: Statement<3> = Statement::new(
+    Op::ReconcileBoards,
+    include_str!("sql/reconcile/boards.sql"),
+    [Type::TEXT, Type::TEXT, Type::INT4],
+);
 
 /// Up to `limit` boards that have source rows, in byte order, after `after` ("" for the first)
 /// and, when `upto` is set, up to and including it. A stored board id that does not validate is
@@ -27,22 +34,7 @@ pub async fn boards_page(
     upto: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<BoardId>, Option<String>), StoreError> {
-    let client = db.client().await?;
-    let (_, rows) = db
-        .bounded("reconcile_boards", client, async |c| {
-            db.statements()
-                .query(
-                    c,
-                    sql::RECONCILE_BOARDS,
-                    &[
-                        (&after, Type::TEXT),
-                        (&upto, Type::TEXT),
-                        (&(limit as i32), Type::INT4),
-                    ],
-                )
-                .await
-        })
-        .await?;
+    let rows = db.query(&BOARDS, [&after, &upto, &(limit as i32)]).await?;
     let mut boards = Vec::with_capacity(rows.len());
     let mut last = None;
     for row in rows {
@@ -58,18 +50,25 @@ pub async fn boards_page(
     Ok((boards, last))
 }
 
+/// Parameters: namespace.
+pub static PROGRESS_GET: Statement<1> = Statement::new(
+    Op::ReconcileProgress,
+    include_str!("sql/reconcile/progress_get.sql"),
+    [Type::TEXT],
+);
+
 /// The last board the reconciler finished for `namespace`, if any.
 pub async fn progress(db: &Database, namespace: &str) -> Result<Option<String>, StoreError> {
-    let client = db.client().await?;
-    let (_, row) = db
-        .bounded("reconcile_progress", client, async |c| {
-            db.statements()
-                .query_opt(c, sql::RECONCILE_PROGRESS_GET, &[(&namespace, Type::TEXT)])
-                .await
-        })
-        .await?;
+    let row = db.query_opt(&PROGRESS_GET, [&namespace]).await?;
     Ok(row.map(|r| r.try_get(0)).transpose()?)
 }
+
+/// Parameters: namespace, board.
+pub static PROGRESS_SET: Statement<2> = Statement::new(
+    Op::ReconcileProgressSet,
+    include_str!("sql/reconcile/progress_set.sql"),
+    [Type::TEXT, Type::TEXT],
+);
 
 /// Records `board` as the last one the reconciler finished for `namespace`.
 pub async fn record_progress(
@@ -77,20 +76,19 @@ pub async fn record_progress(
     namespace: &str,
     board: &BoardId,
 ) -> Result<(), StoreError> {
-    let client = db.client().await?;
-    let _ = db
-        .bounded("reconcile_progress", client, async |c| {
-            db.statements()
-                .execute(
-                    c,
-                    sql::RECONCILE_PROGRESS_SET,
-                    &[(&namespace, Type::TEXT), (&board.as_str(), Type::TEXT)],
-                )
-                .await
-        })
+    db.execute(&PROGRESS_SET, [&namespace, &board.as_str()])
         .await?;
     Ok(())
 }
+
+/// Parameters: board, cursor, limit. Always the unnamed statement with typed parameters: one
+/// round trip per chunk, where a statement prepared on first use costs two on that call.
+pub static CHUNK: Statement<3> = Statement::new(
+    Op::ReconcileChunk,
+    include_str!("sql/reconcile/chunk.sql"),
+    [Type::TEXT, Type::TEXT, Type::INT8],
+)
+.unnamed();
 
 /// Up to `limit` source rows of `board` after `cursor` ("" to start), in byte order.
 pub async fn chunk(
@@ -99,21 +97,8 @@ pub async fn chunk(
     cursor: &str,
     limit: usize,
 ) -> Result<Vec<SourceRow>, StoreError> {
-    let client = db.client().await?;
-    let (_, rows) = db
-        .bounded("reconcile_chunk", client, async |c| {
-            // Typed parameters and the unnamed statement: one round trip per chunk, where
-            // `query` with a string prepares first (two).
-            c.query_typed(
-                sql::RECONCILE_CHUNK,
-                &[
-                    (&board.as_str(), Type::TEXT),
-                    (&cursor, Type::TEXT),
-                    (&(limit as i64), Type::INT8),
-                ],
-            )
-            .await
-        })
+    let rows = db
+        .query(&CHUNK, [&board.as_str(), &cursor, &(limit as i64)])
         .await?;
     rows.iter()
         .map(|r| {
@@ -135,6 +120,13 @@ pub struct RecheckedRow {
     pub pending: bool,
 }
 
+/// Parameters: board, users.
+pub static RECHECK: Statement<2> = Statement::new(
+    Op::ReconcileRecheck,
+    include_str!("sql/reconcile/recheck.sql"),
+    [Type::TEXT, Type::TEXT_ARRAY],
+);
+
 /// The source rows of those of `users` that have one on `board`, by user id, each with whether
 /// its version is still pending in the outbox; one statement, so one snapshot for both.
 pub async fn recheck(
@@ -145,18 +137,7 @@ pub async fn recheck(
     if users.is_empty() {
         return Ok(HashMap::new());
     }
-    let client = db.client().await?;
-    let (_, rows) = db
-        .bounded("reconcile_recheck", client, async |c| {
-            db.statements()
-                .query(
-                    c,
-                    sql::RECONCILE_RECHECK,
-                    &[(&board.as_str(), Type::TEXT), (&users, Type::TEXT_ARRAY)],
-                )
-                .await
-        })
-        .await?;
+    let rows = db.query(&RECHECK, [&board.as_str(), &users]).await?;
     rows.iter()
         .map(|r| {
             let row = SourceRow {
@@ -175,6 +156,13 @@ pub async fn recheck(
         .collect()
 }
 
+/// Parameters: board, users.
+pub static EXISTING: Statement<2> = Statement::new(
+    Op::ReconcileExisting,
+    include_str!("sql/reconcile/existing.sql"),
+    [Type::TEXT, Type::TEXT_ARRAY],
+);
+
 /// The members of `users` that have a source row on `board`.
 pub async fn existing(
     db: &Database,
@@ -184,17 +172,6 @@ pub async fn existing(
     if users.is_empty() {
         return Ok(HashSet::new());
     }
-    let client = db.client().await?;
-    let (_, rows) = db
-        .bounded("reconcile_existing", client, async |c| {
-            db.statements()
-                .query(
-                    c,
-                    sql::RECONCILE_EXISTING,
-                    &[(&board.as_str(), Type::TEXT), (&users, Type::TEXT_ARRAY)],
-                )
-                .await
-        })
-        .await?;
+    let rows = db.query(&EXISTING, [&board.as_str(), &users]).await?;
     rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
 }

@@ -9,13 +9,63 @@
 //! outlives it. It costs a parse and a plan per call: pgbench running the command statement
 //! that way reached half the prepared rate on the 2-core machine (docs/performance.md), so it
 //! is only used when `database.transaction_pooler` is set.
+//!
+//! Every statement is a [`Statement`]: its SQL text (a file under `db/sql/`, declared next to
+//! the function that runs it), the types its parameters are sent as, and the [`Op`] it is timed
+//! under. [`Database::query`](super::Database::query) and its siblings run one on a pooled
+//! connection within the round-trip bound; [`Statements::query`] and its siblings run one on a
+//! connection or transaction the caller holds (the projector's batch, the retention pass).
 
 use deadpool_postgres::{ClientWrapper, Object, Transaction};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Error, GenericClient, Row, Statement};
+use tokio_postgres::{Error, GenericClient, Row};
 
-/// A parameter and the type it is sent as.
-pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+use super::metrics::{Op, timed};
+
+/// The values of a statement's `N` parameters, in order; their types are the statement's.
+pub type Params<'a, const N: usize> = [&'a (dyn ToSql + Sync); N];
+
+/// One SQL statement of the store code and how it is sent.
+#[derive(Debug)]
+pub struct Statement<const N: usize> {
+    op: Op,
+    sql: &'static str,
+    types: [Type; N],
+    /// Always sent as the unnamed statement, whatever [`Statements`] says.
+    unnamed: bool,
+}
+
+impl<const N: usize> Statement<N> {
+    pub const fn new(op: Op, sql: &'static str, types: [Type; N]) -> Self {
+        Self {
+            op,
+            sql,
+            types,
+            unnamed: false,
+        }
+    }
+
+    /// Sent as the unnamed statement even when statements are prepared: for a statement that
+    /// runs once (start-up) or whose every call is one round trip anyway.
+    pub const fn unnamed(mut self) -> Self {
+        self.unnamed = true;
+        self
+    }
+
+    /// The label it is timed under.
+    pub fn op(&self) -> Op {
+        self.op
+    }
+
+    /// The SQL text (tests explain it, the benchmark hands it to pgbench).
+    pub fn sql(&self) -> &'static str {
+        self.sql
+    }
+
+    fn typed<'a>(&self, params: Params<'a, N>) -> [(&'a (dyn ToSql + Sync), Type); N] {
+        std::array::from_fn(|i| (params[i], self.types[i].clone()))
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statements {
@@ -33,7 +83,7 @@ pub trait StatementClient: Sync {
         &self,
         sql: &str,
         types: &[Type],
-    ) -> impl Future<Output = Result<Statement, Error>> + Send;
+    ) -> impl Future<Output = Result<tokio_postgres::Statement, Error>> + Send;
 }
 
 impl StatementClient for ClientWrapper {
@@ -45,7 +95,7 @@ impl StatementClient for ClientWrapper {
         &self,
         sql: &str,
         types: &[Type],
-    ) -> impl Future<Output = Result<Statement, Error>> + Send {
+    ) -> impl Future<Output = Result<tokio_postgres::Statement, Error>> + Send {
         self.prepare_typed_cached(sql, types)
     }
 }
@@ -59,7 +109,7 @@ impl StatementClient for Object {
         &self,
         sql: &str,
         types: &[Type],
-    ) -> impl Future<Output = Result<Statement, Error>> + Send {
+    ) -> impl Future<Output = Result<tokio_postgres::Statement, Error>> + Send {
         (**self).prepare_typed_cached(sql, types)
     }
 }
@@ -73,17 +123,14 @@ impl<'t> StatementClient for Transaction<'t> {
         &self,
         sql: &str,
         types: &[Type],
-    ) -> impl Future<Output = Result<Statement, Error>> + Send {
+    ) -> impl Future<Output = Result<tokio_postgres::Statement, Error>> + Send {
         self.prepare_typed_cached(sql, types)
     }
 }
 
-fn types(params: &[Param<'_>]) -> Vec<Type> {
-    params.iter().map(|(_, t)| t.clone()).collect()
-}
-
-fn values<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
-    params.iter().map(|(v, _)| *v).collect()
+/// Commits `tx`, timed under [`Op::Commit`].
+pub async fn commit(tx: Transaction<'_>) -> Result<(), Error> {
+    timed(Op::Commit, tx.commit()).await
 }
 
 impl Statements {
@@ -95,63 +142,101 @@ impl Statements {
         }
     }
 
-    pub async fn query(
+    fn for_statement<const N: usize>(self, s: &Statement<N>) -> Self {
+        if s.unnamed { Self::Unnamed } else { self }
+    }
+
+    /// Runs `s` on `c` and times it under its op. No time bound: the caller bounds the
+    /// connection or transaction it holds.
+    pub async fn query<const N: usize>(
         self,
         c: &impl StatementClient,
-        sql: &str,
-        params: &[Param<'_>],
+        s: &Statement<N>,
+        params: Params<'_, N>,
     ) -> Result<Vec<Row>, Error> {
-        match self {
-            Self::Prepared => {
-                let stmt = c.cached(sql, &types(params)).await?;
-                c.pg().query(&stmt, &values(params)).await
-            }
-            Self::Unnamed => c.pg().query_typed(sql, params).await,
-        }
+        timed(s.op, self.query_untimed(c, s, params)).await
     }
 
-    pub async fn query_one(
+    /// As [`Self::query`], for exactly one row.
+    pub async fn query_one<const N: usize>(
         self,
         c: &impl StatementClient,
-        sql: &str,
-        params: &[Param<'_>],
+        s: &Statement<N>,
+        params: Params<'_, N>,
     ) -> Result<Row, Error> {
-        match self {
-            Self::Prepared => {
-                let stmt = c.cached(sql, &types(params)).await?;
-                c.pg().query_one(&stmt, &values(params)).await
-            }
-            Self::Unnamed => c.pg().query_typed_one(sql, params).await,
-        }
+        timed(s.op, self.query_one_untimed(c, s, params)).await
     }
 
-    pub async fn query_opt(
+    /// As [`Self::query`], for the number of rows changed.
+    pub async fn execute<const N: usize>(
         self,
         c: &impl StatementClient,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<Option<Row>, Error> {
-        match self {
-            Self::Prepared => {
-                let stmt = c.cached(sql, &types(params)).await?;
-                c.pg().query_opt(&stmt, &values(params)).await
-            }
-            Self::Unnamed => c.pg().query_typed_opt(sql, params).await,
-        }
-    }
-
-    pub async fn execute(
-        self,
-        c: &impl StatementClient,
-        sql: &str,
-        params: &[Param<'_>],
+        s: &Statement<N>,
+        params: Params<'_, N>,
     ) -> Result<u64, Error> {
-        match self {
+        timed(s.op, self.execute_untimed(c, s, params)).await
+    }
+
+    // The untimed forms run inside `Database::bounded`, which times the round trip itself
+    // (one call may pipeline two statements under one op, as `read_around` does).
+
+    pub(crate) async fn query_untimed<const N: usize>(
+        self,
+        c: &impl StatementClient,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Vec<Row>, Error> {
+        match self.for_statement(s) {
             Self::Prepared => {
-                let stmt = c.cached(sql, &types(params)).await?;
-                c.pg().execute(&stmt, &values(params)).await
+                let stmt = c.cached(s.sql, &s.types).await?;
+                c.pg().query(&stmt, &params).await
             }
-            Self::Unnamed => c.pg().execute_typed(sql, params).await,
+            Self::Unnamed => c.pg().query_typed(s.sql, &s.typed(params)).await,
+        }
+    }
+
+    pub(crate) async fn query_one_untimed<const N: usize>(
+        self,
+        c: &impl StatementClient,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Row, Error> {
+        match self.for_statement(s) {
+            Self::Prepared => {
+                let stmt = c.cached(s.sql, &s.types).await?;
+                c.pg().query_one(&stmt, &params).await
+            }
+            Self::Unnamed => c.pg().query_typed_one(s.sql, &s.typed(params)).await,
+        }
+    }
+
+    pub(crate) async fn query_opt_untimed<const N: usize>(
+        self,
+        c: &impl StatementClient,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<Option<Row>, Error> {
+        match self.for_statement(s) {
+            Self::Prepared => {
+                let stmt = c.cached(s.sql, &s.types).await?;
+                c.pg().query_opt(&stmt, &params).await
+            }
+            Self::Unnamed => c.pg().query_typed_opt(s.sql, &s.typed(params)).await,
+        }
+    }
+
+    pub(crate) async fn execute_untimed<const N: usize>(
+        self,
+        c: &impl StatementClient,
+        s: &Statement<N>,
+        params: Params<'_, N>,
+    ) -> Result<u64, Error> {
+        match self.for_statement(s) {
+            Self::Prepared => {
+                let stmt = c.cached(s.sql, &s.types).await?;
+                c.pg().execute(&stmt, &params).await
+            }
+            Self::Unnamed => c.pg().execute_typed(s.sql, &s.typed(params)).await,
         }
     }
 }

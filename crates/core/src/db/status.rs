@@ -1,9 +1,16 @@
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, sql};
+use super::{Database, Op, Statement};
 
-/// Counts in [`OutboxStatus`] stop here (`outbox_status.sql`): sampled by every daemon every few
+/// The gauges' sample; the parameter is the count cap.
+pub static STATUS: Statement<1> = Statement::new(
+    Op::OutboxStatus,
+    include_str!("sql/outbox/status.sql"),
+    [Type::INT8],
+);
+
+/// Counts in [`OutboxStatus`] stop here (`outbox/status.sql`): sampled by every daemon every few
 /// seconds, they must cost the same with ten million rows pending as with ten.
 pub const STATUS_COUNT_CAP: i64 = 100_000;
 
@@ -19,14 +26,7 @@ pub struct OutboxStatus {
 }
 
 pub async fn outbox_status(db: &Database) -> Result<OutboxStatus, StoreError> {
-    let client = db.client().await?;
-    let (_, row) = db
-        .bounded("outbox_status", client, async |c| {
-            db.statements()
-                .query_one(c, sql::OUTBOX_STATUS, &[(&STATUS_COUNT_CAP, Type::INT8)])
-                .await
-        })
-        .await?;
+    let row = db.query_one(&STATUS, [&STATUS_COUNT_CAP]).await?;
     Ok(OutboxStatus {
         pending: row.try_get("pending")?,
         parked: row.try_get("parked")?,

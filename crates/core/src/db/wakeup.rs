@@ -4,7 +4,7 @@
 //! The NOTIFY used to run inside the command statement, where PostgreSQL's notification lock
 //! serialized every command's durable commit (about a third of the throughput without it, see
 //! docs/performance.md). Now the command only pokes this task; the task sends the NOTIFY in a
-//! transaction of its own (`sql/outbox_wakeup.sql`). A wake-up is a hint: when one is lost (the
+//! transaction of its own (`sql/outbox/wakeup.sql`). A wake-up is a hint: when one is lost (the
 //! task failed, the process died after the commit) the projectors' poll interval still bounds
 //! the delay, and nothing in the outbox is lost.
 
@@ -15,7 +15,11 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio::sync::Notify;
 
-use super::sql;
+/// The channel the wake-up notifies and the projectors listen on.
+pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";
+/// The NOTIFY on [`OUTBOX_CHANNEL`] in a transaction of its own; several statements, so sent
+/// as a simple query (no [`super::Statement`]), and untimed: a hint, off the command's path.
+const WAKEUP: &str = include_str!("sql/outbox/wakeup.sql");
 
 /// The least time between two NOTIFYs from one process: under load, pokes that arrive in the
 /// meantime are served by one notification (the projectors claim everything pending anyway).
@@ -72,7 +76,7 @@ async fn run(pool: Pool, shared: Arc<Shared>, round_trip_timeout: Duration) {
         let sent = tokio::time::timeout(round_trip_timeout, async {
             let client = pool.get().await.map_err(|e| e.to_string())?;
             client
-                .batch_execute(sql::OUTBOX_WAKEUP)
+                .batch_execute(WAKEUP)
                 .await
                 .map_err(|e| e.to_string())
         })

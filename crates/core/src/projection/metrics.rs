@@ -1,8 +1,8 @@
 //! The read model's own instrument: the latency of every Redis call, recorded by
 //! [`super::TimedConnection`]. Named as before the move (`ledgerboard.redis.call.duration`,
 //! scraped as `ledgerboard_redis_call_duration_seconds`, label `command`), so dashboards and
-//! alerts are unchanged. It lives here, not in `telemetry`, so that the projection does not
-//! import telemetry (which imports nothing of the crate but `config`).
+//! alerts are unchanged. Built with telemetry's meter helpers (telemetry imports nothing of
+//! the crate but `config`, so this is no cycle).
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -11,11 +11,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::Histogram;
 use redis::Cmd;
 
-/// Latency buckets (seconds), the same as the other store calls': sub-millisecond to ten
-/// seconds.
-const LATENCY_BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
+use crate::telemetry::metrics::{latency, meter};
 
 static REDIS_CALL_DURATION: OnceLock<Histogram<f64>> = OnceLock::new();
 
@@ -24,12 +20,11 @@ static REDIS_CALL_DURATION: OnceLock<Histogram<f64>> = OnceLock::new();
 /// library test that never called it).
 fn redis_call_duration() -> &'static Histogram<f64> {
     REDIS_CALL_DURATION.get_or_init(|| {
-        opentelemetry::global::meter("ledgerboard")
-            .f64_histogram("ledgerboard.redis.call.duration")
-            .with_unit("s")
-            .with_description("Redis commands and pipelines by command")
-            .with_boundaries(LATENCY_BUCKETS.to_vec())
-            .build()
+        latency(
+            &meter(),
+            "ledgerboard.redis.call.duration",
+            "Redis commands and pipelines by command",
+        )
     })
 }
 

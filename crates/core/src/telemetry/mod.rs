@@ -5,12 +5,14 @@
 //! - Traces: `tracing` spans, turned into OpenTelemetry spans and exported over OTLP when
 //!   `telemetry.otlp_endpoint` is set. Without one, spans still get trace and span ids (so a
 //!   command's trace context can travel in its outbox row), and nothing is exported.
-//! - Metrics: the instruments of [`metrics`], read by a Prometheus registry that `/metrics`
-//!   renders, and pushed over OTLP as well when an endpoint is set.
+//! - Metrics: every crate's instruments, built with the helpers of [`metrics`] from the global
+//!   meter provider installed here, read by a Prometheus registry that `/metrics` renders, and
+//!   pushed over OTLP as well when an endpoint is set.
+//!
+//! A leaf: nothing here imports the crate's other modules but `config`; the stores and the
+//! daemons call into it.
 
-pub mod admin;
 pub mod metrics;
-pub mod outbox_gauges;
 pub mod trace_context;
 
 use std::io::IsTerminal;

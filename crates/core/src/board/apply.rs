@@ -1,8 +1,8 @@
-use tokio_postgres::types::Type;
+//! Running a score command: the board's statement, once per event id, retried after a lost
+//! race; the duplicate check on the answer.
 
-use super::Database;
-use super::errors::StoreError;
-use crate::board::BoardKind;
+use super::BoardKind;
+use crate::db::{Database, StoreError};
 use crate::domain::{CommandOutcome, ScoreCommand};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently)
@@ -22,26 +22,20 @@ pub async fn apply_score_command(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let client = db.client().await?;
         let result = db
-            .bounded("score_command", client, async |c| {
-                db.statements()
-                    .query_one(
-                        c,
-                        BoardKind::of(&cmd.board).statement(),
-                        &[
-                            (&cmd.event_id.as_uuid(), Type::UUID),
-                            (&cmd.board.as_str(), Type::TEXT),
-                            (&cmd.user_id.as_str(), Type::TEXT),
-                            (&cmd.delta.get(), Type::INT4),
-                            (&traceparent, Type::TEXT),
-                        ],
-                    )
-                    .await
-            })
+            .query_one(
+                BoardKind::of(&cmd.board).statement(),
+                [
+                    &cmd.event_id.as_uuid(),
+                    &cmd.board.as_str(),
+                    &cmd.user_id.as_str(),
+                    &cmd.delta.get(),
+                    &traceparent,
+                ],
+            )
             .await;
         let row = match result {
-            Ok((_client, row)) => row,
+            Ok(row) => row,
             Err(StoreError::Contended(_)) if attempt < MAX_ATTEMPTS => continue,
             Err(e) => return Err(e),
         };

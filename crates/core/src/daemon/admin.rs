@@ -7,7 +7,8 @@
 //!   needed; Redis is needed by the projector and the reconciler, while the api can still take
 //!   commands and answer reads from PostgreSQL without it (it is then reported, not failed).
 //!   The reconciler also says whether it holds the lock; a standby is ready too.
-//! - `/metrics`: the Prometheus text format of every instrument in [`super::metrics`].
+//! - `/metrics`: the Prometheus text format of every instrument (the registry that
+//!   `telemetry::init` set up).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::db::Database;
+use crate::db::{Database, Op};
 use crate::projection::Store;
 
 /// Bound on each readiness check: keep a probe's `timeoutSeconds` above it.
@@ -80,10 +81,12 @@ async fn readyz(State(h): State<Health>) -> Response {
     let (pg, redis) = tokio::join!(
         check(async {
             let client = h.db.client().await.map_err(|e| e.to_string())?;
-            h.db.bounded("ready", client, async |c| c.simple_query("SELECT 1").await)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            h.db.bounded(Op::Ready, client, async |c| {
+                c.simple_query("SELECT 1").await
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
         }),
         check(async { h.cache.ping().await.map_err(|e| e.to_string()) }),
     );

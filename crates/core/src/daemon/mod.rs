@@ -1,5 +1,11 @@
 //! Start-up steps every daemon shares: settings, logs, then a database that answers and holds
-//! exactly the schema this binary was built for.
+//! exactly the schema this binary was built for; the admin server ([`admin`]) and the outbox
+//! gauges ([`outbox_gauges`]).
+//!
+//! The top layer of core: it may import every other module, and none imports it.
+
+pub mod admin;
+pub mod outbox_gauges;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -1,0 +1,212 @@
+//! The database's instruments: the latency of every PostgreSQL call by [`Op`], and the cancel
+//! requests sent for abandoned queries. docs/operations.md lists them as Prometheus sees them.
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use opentelemetry::metrics::{Counter, Histogram};
+
+use crate::telemetry::metrics::{Label, counter, latency, meter};
+
+/// What a PostgreSQL call does: the `op` label of `ledgerboard_db_call_duration_seconds`.
+/// Each statement carries one (see [`super::Statement`]); a few calls that are not one
+/// statement (a ping, a commit, a pipelined pair) have their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// The score command (`commands/score.sql`).
+    ScoreCommand,
+    ReadTop,
+    ReadUser,
+    /// The members above and below one member, pipelined: one round trip, timed once.
+    ReadAround,
+    Freshness,
+    OutboxStatus,
+    OutboxClaim,
+    OutboxLease,
+    OutboxPublish,
+    OutboxFail,
+    OutboxRelease,
+    /// A projector's commit of its batch.
+    Commit,
+    RetentionLock,
+    RetentionOutbox,
+    RetentionEvents,
+    ParkedList,
+    ParkedRequeue,
+    ReconcileBoards,
+    /// Reading the reconciler's progress (`reconcile/progress_get.sql`).
+    ReconcileProgress,
+    /// Recording the reconciler's progress (`reconcile/progress_set.sql`); until issue 19 it
+    /// was timed as `reconcile_progress` too.
+    ReconcileProgressSet,
+    ReconcileChunk,
+    ReconcileRecheck,
+    ReconcileExisting,
+    /// `SELECT 1` while waiting for PostgreSQL at start-up.
+    Ping,
+    /// `SELECT 1` of `/readyz`.
+    Ready,
+    /// The schema check at start-up (both of `schema/*.sql`, one after the other).
+    SchemaVersion,
+    /// The chaos check's read of a whole board (`lbctl chaos`).
+    BoardScores,
+}
+
+impl Label for Op {
+    const ALL: &'static [Self] = &[
+        Op::ScoreCommand,
+        Op::ReadTop,
+        Op::ReadUser,
+        Op::ReadAround,
+        Op::Freshness,
+        Op::OutboxStatus,
+        Op::OutboxClaim,
+        Op::OutboxLease,
+        Op::OutboxPublish,
+        Op::OutboxFail,
+        Op::OutboxRelease,
+        Op::Commit,
+        Op::RetentionLock,
+        Op::RetentionOutbox,
+        Op::RetentionEvents,
+        Op::ParkedList,
+        Op::ParkedRequeue,
+        Op::ReconcileBoards,
+        Op::ReconcileProgress,
+        Op::ReconcileProgressSet,
+        Op::ReconcileChunk,
+        Op::ReconcileRecheck,
+        Op::ReconcileExisting,
+        Op::Ping,
+        Op::Ready,
+        Op::SchemaVersion,
+        Op::BoardScores,
+    ];
+    const KEY: &'static str = "op";
+    fn as_str(self) -> &'static str {
+        Op::as_str(self)
+    }
+}
+
+impl Op {
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Op::ScoreCommand => "score_command",
+            Op::ReadTop => "read_top",
+            Op::ReadUser => "read_user",
+            Op::ReadAround => "read_around",
+            Op::Freshness => "freshness",
+            Op::OutboxStatus => "outbox_status",
+            Op::OutboxClaim => "outbox_claim",
+            Op::OutboxLease => "outbox_lease",
+            Op::OutboxPublish => "outbox_publish",
+            Op::OutboxFail => "outbox_fail",
+            Op::OutboxRelease => "outbox_release",
+            Op::Commit => "commit",
+            Op::RetentionLock => "retention_lock",
+            Op::RetentionOutbox => "retention_outbox",
+            Op::RetentionEvents => "retention_events",
+            Op::ParkedList => "parked_list",
+            Op::ParkedRequeue => "parked_requeue",
+            Op::ReconcileBoards => "reconcile_boards",
+            Op::ReconcileProgress => "reconcile_progress",
+            Op::ReconcileProgressSet => "reconcile_progress_set",
+            Op::ReconcileChunk => "reconcile_chunk",
+            Op::ReconcileRecheck => "reconcile_recheck",
+            Op::ReconcileExisting => "reconcile_existing",
+            Op::Ping => "ping",
+            Op::Ready => "ready",
+            Op::SchemaVersion => "schema_version",
+            Op::BoardScores => "board_scores",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+struct DbMetrics {
+    /// One PostgreSQL round trip (or a projector's claim / record step), by `op`.
+    call_duration: Histogram<f64>,
+    /// Cancel requests sent for queries whose caller gave up (`Database::bounded`).
+    cancels: Counter<u64>,
+}
+
+static METRICS: OnceLock<DbMetrics> = OnceLock::new();
+
+/// Created from the global meter provider on first use (after `telemetry::init` in a daemon;
+/// no-ops in a library test that never called it).
+fn metrics() -> &'static DbMetrics {
+    METRICS.get_or_init(|| {
+        let m = meter();
+        DbMetrics {
+            call_duration: latency(
+                &m,
+                "ledgerboard.db.call.duration",
+                "PostgreSQL round trips by operation",
+            ),
+            cancels: counter(
+                &m,
+                "ledgerboard.db.cancels",
+                "Queries cancelled on the server because their caller gave up",
+            ),
+        }
+    })
+}
+
+/// Records one PostgreSQL call that started at `started`.
+pub(crate) fn record(op: Op, started: Instant) {
+    metrics()
+        .call_duration
+        .record(started.elapsed().as_secs_f64(), &[op.key_value()]);
+}
+
+/// Counts one cancel request the server accepted.
+pub(crate) fn cancelled() {
+    metrics().cancels.add(1, &[]);
+}
+
+/// Awaits `call` and records its latency under `op`.
+pub async fn timed<T>(op: Op, call: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    let out = call.await;
+    record(op, started);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn every_op_has_its_own_label_and_is_documented() {
+        let labels: HashSet<&str> = Op::ALL.iter().map(|op| op.as_str()).collect();
+        assert_eq!(labels.len(), Op::ALL.len(), "two ops share a label");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/operations.md");
+        let doc = std::fs::read_to_string(path).expect("docs/operations.md");
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with("| `ledgerboard_db_call_duration_seconds` |"))
+            .expect("the db call row of docs/operations.md");
+        // The list runs from the `Op` reference to the first full stop.
+        let list = row
+            .split_once("db/metrics.rs`): ")
+            .and_then(|(_, rest)| rest.split_once(". "))
+            .map(|(list, _)| list)
+            .expect("the op list of the db call row");
+        let documented: HashSet<&str> = list
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| *w != "lbctl")
+            .collect();
+        assert_eq!(documented, labels, "docs/operations.md against Op");
+    }
+}
