@@ -49,7 +49,7 @@ pub enum Op {
     Ready,
     /// The schema check at start-up (both of `schema/*.sql`, one after the other).
     SchemaVersion,
-    /// The chaos check's read of a whole board (`lbctl chaos`).
+    /// The chaos check's read of a whole board (`lbchaos chaos`).
     BoardScores,
 }
 
