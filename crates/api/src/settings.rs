@@ -137,12 +137,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
-        Some(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        )
+        Some(config::env_map(pairs))
     }
 
     fn load(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {

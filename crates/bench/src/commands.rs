@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ledgerboard_core::board::increment::STATEMENT as SCORE_COMMAND;
+use ledgerboard_core::board::BoardKind;
 use ledgerboard_testkit::TEST_TOKEN;
 use serde::Serialize;
 
@@ -102,7 +102,7 @@ pub fn command_request(_client: usize, _i: u64) -> Vec<u8> {
 /// built from two random 64-bit numbers (so one statement uses one id in all three places),
 /// the user and the delta are drawn like the API load's, no trace context.
 fn pgbench_script() -> String {
-    let statement = strip_comments(SCORE_COMMAND.sql())
+    let statement = strip_comments(BoardKind::Increment.statement().sql())
         .replace(
             "$1",
             "(lpad(to_hex(:ea::bigint), 16, '0') || lpad(to_hex(:eb::bigint), 16, '0'))::uuid",

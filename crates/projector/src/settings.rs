@@ -211,16 +211,10 @@ impl DaemonSection for Sections {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
     fn load(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let env: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        config::load_from::<Sections>(None, Some(env)).map(|l| l.settings)
+        config::load_from::<Sections>(None, Some(config::env_map(pairs))).map(|l| l.settings)
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct ReconcilerSettings {
     /// Remove members that have no source row.
     pub remove_orphans: bool,
     /// Run a pass at once when Redis comes back as a new server (its run id changed: a restart
-    /// or a failover), since a replica that was behind keeps its seals. `lbctl chaos` turns it
+    /// or a failover), since a replica that was behind keeps its seals. `lbchaos chaos` turns it
     /// off to prove the projection without any pass.
     pub pass_on_new_redis: bool,
     /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
@@ -96,16 +96,10 @@ impl DaemonSection for Sections {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
     fn load(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let env: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        config::load_from::<Sections>(None, Some(env)).map(|l| l.settings)
+        config::load_from::<Sections>(None, Some(config::env_map(pairs))).map(|l| l.settings)
     }
 
     #[test]

@@ -55,12 +55,11 @@ pub fn settings_for<D: ledgerboard_core::config::DaemonSection>(
     redis: &TestRedis,
     extra: &[(&str, &str)],
 ) -> ledgerboard_core::config::Settings<D> {
-    let values: std::collections::HashMap<String, String> =
-        [("LEDGERBOARD__AUTH__TOKENS", test_tokens().as_str())]
-            .iter()
-            .chain(extra)
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+    let mut values = ledgerboard_core::config::env_map(extra);
+    // `extra` may set its own tokens.
+    values
+        .entry("LEDGERBOARD__AUTH__TOKENS".to_owned())
+        .or_insert_with(test_tokens);
     let mut settings = ledgerboard_core::config::read_from::<D>(None, Some(values))
         .expect("the test values load")
         .settings;

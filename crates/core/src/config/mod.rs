@@ -188,6 +188,14 @@ pub fn load<D: DaemonSection>(file: Option<&Path>) -> Result<Loaded<D>, ConfigEr
     load_from(file, None)
 }
 
+/// `(name, value)` pairs as the environment map [`load_from`] and [`read_from`] take.
+pub fn env_map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 /// As [`load`], with the environment given as a map instead of read from the process (tests
 /// use this: the process environment is shared between threads).
 pub fn load_from<D: DaemonSection>(
@@ -318,12 +326,7 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
-        Some(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        )
+        Some(env_map(pairs))
     }
 
     /// The shared sections from `env` alone.
