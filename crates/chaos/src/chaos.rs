@@ -1073,7 +1073,9 @@ async fn reconciler_rebuilds(admin: &str) -> anyhow::Result<f64> {
 }
 
 /// The sum of the samples of the reconciler's metric lines that start with `prefix` and
-/// contain `label`.
+/// contain `label`; an error when no line does. The reconciler exports every series at 0 from
+/// the start (`init_series`), so no line means a misspelt name, never 0: a "no pass ran"
+/// check would pass on it.
 async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f64> {
     let (status, text) = http::request(
         admin.parse()?,
@@ -1085,11 +1087,21 @@ async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f6
     )
     .await?;
     anyhow::ensure!(status == 200, "metrics: {status}");
-    Ok(text
+    let samples: Vec<f64> = text
         .lines()
         .filter(|l| l.starts_with(prefix) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
+        .map(|l| {
+            l.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .with_context(|| format!("a metric line without a number: {l:?}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(
+        !samples.is_empty(),
+        "the reconciler exports no {prefix} {label}"
+    );
+    Ok(samples.iter().sum())
 }
 
 /// The contract, checked against PostgreSQL and Redis.
