@@ -15,8 +15,8 @@ down:
     deploy/local/down.sh
 
 # The quick benchmark only checks that the harness still runs; its figures are not for reading.
-# Tools, format check, clippy, alert rules, container files, k8s manifests, the fresh-clone
-# check, quick benchmark, every test on real servers.
+# Tools, format check, clippy, module cycles, alert rules, container files, k8s manifests,
+# the fresh-clone check, quick benchmark, every test on real servers.
 test:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -26,6 +26,7 @@ test:
     step() { echo "== $*" >&2; "$@"; }
     step cargo fmt --all --check
     step cargo clippy --workspace --all-targets -- -D warnings
+    step python3 deploy/tools/check-module-cycles.py
     step promtool check rules deploy/observability/alerts.yaml
     step promtool test rules deploy/observability/alerts.test.yaml
     step hadolint deploy/docker/Dockerfile

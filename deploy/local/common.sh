@@ -52,8 +52,18 @@ wait_started() { # name binary
 }
 
 # Each projector gets its own admin port (/healthz, /readyz, /metrics): 9111, 9112, ...
-# (LEDGERBOARD_PROJECTOR_PORT_BASE + i; the fresh-clone check moves it off a running stack's).
-projector_admin() { echo "127.0.0.1:$((${LEDGERBOARD_PROJECTOR_PORT_BASE:-9110} + $1))"; }
+# (LEDGERBOARD_PROJECTOR_PORT_BASE + i). A base of 0 gives every projector `127.0.0.1:0`: each
+# binds a port of its own choice and logs it (`logged_addr`). The fresh-clone check uses that,
+# so no port it found free can be taken by another process before a daemon binds it.
+projector_admin() {
+    local base=${LEDGERBOARD_PROJECTOR_PORT_BASE:-9110}
+    if [ "$base" = 0 ]; then echo "127.0.0.1:0"; else echo "127.0.0.1:$((base + $1))"; fi
+}
+
+logged_addr() { # name message: the `addr=` of the daemon's first log line with message, i.e.
+    # the address it bound (`ledgerboard-api started`, `admin server (healthz`)
+    grep -m 1 -F "$2" "$LOG/$1.log" | sed -n 's/.* addr=\([^ ]*\).*/\1/p'
+}
 
 start_projector() { # index
     start_daemon "projector-$1" ledgerboard-projector \

@@ -22,6 +22,6 @@ for i in $(seq "$want"); do
     fi
     start_projector "$i"
     wait_started "projector-$i" ledgerboard-projector
-    echo "started projector $i: http://$(projector_admin "$i")/metrics"
+    echo "started projector $i: http://$(logged_addr "projector-$i" "admin server (healthz")/metrics"
 done
 echo "$want projector(s) running"

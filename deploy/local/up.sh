@@ -60,8 +60,10 @@ wait_started api ledgerboard-api
 for i in $(seq "$PROJECTORS"); do wait_started "projector-$i" ledgerboard-projector; done
 wait_started reconciler ledgerboard-reconciler
 echo "ledgerboard is up (logs: just logs; stop: just down)"
-echo "  API:        http://$LEDGERBOARD__API__LISTEN  (metrics: /metrics, probes: /healthz /readyz)"
+# The addresses the daemons bound, from their logs (a configured port 0 is theirs to choose).
+admin="admin server (healthz"
+echo "  API:        http://$(logged_addr api "ledgerboard-api started")  (metrics: /metrics, probes: /healthz /readyz)"
 for i in $(seq "$PROJECTORS"); do
-    echo "  projector $i: http://$(projector_admin "$i")/metrics"
+    echo "  projector $i: http://$(logged_addr "projector-$i" "$admin")/metrics"
 done
-echo "  reconciler: http://${LEDGERBOARD__RECONCILER__ADMIN_LISTEN:-127.0.0.1:9102}/metrics"
+echo "  reconciler: http://$(logged_addr reconciler "$admin")/metrics"

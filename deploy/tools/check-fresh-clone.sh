@@ -15,28 +15,15 @@ tag="fresh_$(basename "$tmp" | tr -dc 'a-zA-Z0-9' | tr 'A-Z' 'a-z')"
 clone="$tmp/ledgerboard"
 git clone -q "$root" "$clone"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Projector i listens on base + i: a base whose next two ports are free.
-free_base() {
-    python3 -c '
-import socket
-for base in range(20000, 60000, 7):
-    try:
-        ss = [socket.socket() for _ in range(2)]
-        for i, s in enumerate(ss): s.bind(("127.0.0.1", base + 1 + i))
-        print(base); break
-    except OSError: pass
-    finally:
-        for s in ss: s.close()'
-}
-
-api="127.0.0.1:$(free_port)"
+# Every daemon binds a port of its own choice (`127.0.0.1:0`, a projector base of 0) and logs
+# it; the API's is read from its log after `./just up`. A port found free here would only be
+# bound after the clone's first build (minutes), time enough for another process to take it.
 export LEDGERBOARD__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$tag"
 export LEDGERBOARD__REDIS__URL=redis://127.0.0.1:6379
 export LEDGERBOARD__REDIS__NAMESPACE="$tag"
-export LEDGERBOARD__API__LISTEN="$api"
-export LEDGERBOARD__RECONCILER__ADMIN_LISTEN="127.0.0.1:$(free_port)"
-export LEDGERBOARD_PROJECTOR_PORT_BASE=$(free_base)
+export LEDGERBOARD__API__LISTEN=127.0.0.1:0
+export LEDGERBOARD__RECONCILER__ADMIN_LISTEN=127.0.0.1:0
+export LEDGERBOARD_PROJECTOR_PORT_BASE=0
 export CARGO_TARGET_DIR="$root/target/fresh-clone"
 # A new user's PATH: a new machine's tools only (just, the venv and the installed tools hidden).
 user_path="$root/.local/tools/path"
@@ -69,7 +56,10 @@ if ! grep -q "tools: nothing to install for up" "$tmp/up-again.log"; then
     echo "fresh clone: the second ./just up installed something:" >&2; cat "$tmp/up-again.log" >&2; exit 1
 fi
 
-# The README's example: a score command, then the board read back through the API.
+# The README's example: a score command, then the board read back through the API, at the
+# address the second `./just up`'s api bound.
+api=$(grep -m 1 -F "ledgerboard-api started" "$clone/.local/log/api.log" | sed -n 's/.* addr=\([^ ]*\).*/\1/p')
+[ -n "$api" ] || { echo "fresh clone: the api logged no address: $(tail -n 20 "$clone/.local/log/api.log")" >&2; exit 1; }
 body='{"event_id":"0b9a3c52-4f5e-4c1e-9d7a-2f1e8b6c4d3a","user_id":"user-a","delta":10}'
 code=$(curl -s -o "$tmp/post.json" -w '%{http_code}' --max-time 10 -X POST \
     "http://$api/v1/boards/weekly/scores" -H 'Authorization: Bearer local-dev-token' \

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{TestEnv, app_with, get, seal};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,7 @@ use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
-use ledgerboard_testkit::RedisServer;
+use ledgerboard_testkit::{RedisServer, wait_until};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -110,21 +111,18 @@ async fn requested(cache: &Store, board: &str) -> bool {
 /// Reads `top` until it comes from a whole projection, checking that every answer meanwhile is
 /// PostgreSQL's and never an empty or partial board. Returns how long it took.
 async fn until_rebuilt(app: &Router, env: &TestEnv, board: &str) -> Duration {
-    let started = Instant::now();
-    let want = source_top(env, board, 10).await;
-    loop {
+    let want = &source_top(env, board, 10).await;
+    let last = &RefCell::new(Value::Null);
+    wait_until(Duration::from_secs(20), || async move {
         let (status, page) = get(app, &format!("/v1/boards/{board}/top?limit=10")).await;
         assert_eq!(status, StatusCode::OK, "{page}");
-        assert_eq!(entries(&page), want, "an answer while rebuilding: {page}");
-        if freshness(&page) == (Some("projection"), None, Some("whole")) {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never rebuilt: {page}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        assert_eq!(&entries(&page), want, "an answer while rebuilding: {page}");
+        let whole = freshness(&page) == (Some("projection"), None, Some("whole"));
+        *last.borrow_mut() = page;
+        whole
+    })
+    .await
+    .unwrap_or_else(|| panic!("never rebuilt: {}", last.borrow()))
 }
 
 /// The reconciler daemon's loop (passes far apart: only the rebuild requests matter here).
@@ -180,11 +178,9 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
         ((Some("projection"), None, Some("missing")), 0),
         "{eventual}"
     );
-    let wait = Instant::now();
-    while !requested(&cache, "lost").await {
-        assert!(wait.elapsed() < Duration::from_secs(5), "no rebuild asked");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until(Duration::from_secs(5), || requested(&cache, "lost"))
+        .await
+        .expect("no rebuild asked");
 
     let (stop, running) = reconciler(&env);
     let rebuilt = until_rebuilt(&app, &env, "lost").await;
@@ -194,11 +190,11 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
     );
     // The request goes once the rebuild is done (after its catch-up pass, a little later than
     // the switch readers saw).
-    let wait = Instant::now();
-    while requested(&cache, "lost").await {
-        assert!(wait.elapsed() < Duration::from_secs(5), "the request stays");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until(Duration::from_secs(5), || async {
+        !requested(&cache, "lost").await
+    })
+    .await
+    .expect("the request stays");
     assert_eq!(
         env.projection("lost").await,
         env.source("lost").await,
@@ -264,26 +260,30 @@ async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
     server.crash();
     server.restart();
     let lost_at = Instant::now();
-    let mut first_honest = None;
+    let first_honest = &Cell::new(None);
     let (stop, running) = reconciler(&env);
-    let want = source_top(&env, "r", 10).await;
-    loop {
-        let (status, page) = get(&app, "/v1/boards/r/top?limit=10").await;
+    let want = &source_top(&env, "r", 10).await;
+    let (app, last) = (&app, &RefCell::new(Value::Null));
+    wait_until(Duration::from_secs(20), || async move {
+        let (status, page) = get(app, "/v1/boards/r/top?limit=10").await;
         // The first reads may meet the restart itself (connection refused): they fall back too.
+        let mut whole = false;
         if status == StatusCode::OK {
-            assert_eq!(entries(&page), want, "{page}");
+            assert_eq!(&entries(&page), want, "{page}");
             let f = freshness(&page);
-            if f.0 == Some("database") && first_honest.is_none() {
-                first_honest = Some(lost_at.elapsed());
+            if f.0 == Some("database") && first_honest.get().is_none() {
+                first_honest.set(Some(lost_at.elapsed()));
             }
-            if f == (Some("projection"), None, Some("whole")) {
-                break;
-            }
+            whole = f == (Some("projection"), None, Some("whole"));
         }
-        assert!(lost_at.elapsed() < Duration::from_secs(20), "{page}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let first_honest = first_honest.expect("a read came from PostgreSQL before the rebuild");
+        *last.borrow_mut() = page;
+        whole
+    })
+    .await
+    .unwrap_or_else(|| panic!("never rebuilt: {}", last.borrow()));
+    let first_honest = first_honest
+        .get()
+        .expect("a read came from PostgreSQL before the rebuild");
     eprintln!(
         "redis restarted empty: first honest read after {first_honest:?}, rebuilt projection after {:?}",
         lost_at.elapsed()
@@ -316,9 +316,9 @@ async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_
     assert!(page["freshness"]["lag_ms"].is_null(), "{page}");
     assert_eq!(entries(&page), source_top(&env, "b", 3).await);
     // The measurement's query was cancelled on the server, not left waiting on the lock.
-    let started = Instant::now();
-    loop {
-        let waiting: i64 = locker
+    let (locker, waiting) = (&locker, &Cell::new(0_i64));
+    wait_until(Duration::from_secs(10), || async move {
+        let now: i64 = locker
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND pid <> pg_backend_pid()
@@ -329,15 +329,11 @@ async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_
             .await
             .expect("activity")
             .get(0);
-        if waiting == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{waiting} abandoned lag queries still run"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        waiting.set(now);
+        now == 0
+    })
+    .await
+    .unwrap_or_else(|| panic!("{} abandoned lag queries still run", waiting.get()));
     // The eventual read still answers from the projection, with the lag stated as unknown.
     let (_, eventual) = get(&app, "/v1/boards/b/top?limit=3&consistency=eventual").await;
     assert_eq!(
@@ -539,15 +535,14 @@ async fn a_lost_board_nobody_reads_is_found_by_the_reconcilers_walk_and_rebuilt(
     lose_board(&cache, &board).await;
     // No read and no command: only the reconciler's pass can notice.
     let (stop, running) = reconciler(&env);
-    let started = Instant::now();
-    while ledgerboard_core::projection::read::board_seal(&cache, &board)
-        .await
-        .expect("seal")
-        != ledgerboard_core::projection::read::Seal::Whole
-    {
-        assert!(started.elapsed() < Duration::from_secs(20), "never rebuilt");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(Duration::from_secs(20), || async {
+        ledgerboard_core::projection::read::board_seal(&cache, &board)
+            .await
+            .expect("seal")
+            == ledgerboard_core::projection::read::Seal::Whole
+    })
+    .await
+    .expect("never rebuilt");
     assert_eq!(env.projection("idle").await, env.source("idle").await);
     stop.cancel();
     running.await.expect("reconciler task");
@@ -562,7 +557,7 @@ async fn a_redis_that_comes_back_as_a_new_server_is_reconciled_at_once() {
     // Let the daemon's first pass run on the consistent board: the run id is read before it,
     // and the pass records its progress in PostgreSQL.
     let observer = env.db.client().await;
-    ledgerboard_testkit::wait_until(Duration::from_secs(10), || async {
+    wait_until(Duration::from_secs(10), || async {
         !observer
             .query(
                 "SELECT 1 FROM reconciler_progress WHERE namespace = $1",
@@ -590,18 +585,12 @@ async fn a_redis_that_comes_back_as_a_new_server_is_reconciled_at_once() {
     assert_ne!(env.projection("fo").await, env.source("fo").await);
     server.stop();
     server.restart();
-    let started = Instant::now();
-    while env.projection("fo").await != env.source("fo").await {
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "the new server was not reconciled"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    eprintln!(
-        "new Redis server reconciled {:?} after it came back",
-        started.elapsed()
-    );
+    let reconciled = wait_until(Duration::from_secs(15), || async {
+        env.projection("fo").await == env.source("fo").await
+    })
+    .await
+    .expect("the new server was not reconciled");
+    eprintln!("new Redis server reconciled {reconciled:?} after it came back");
     stop.cancel();
     running.await.expect("reconciler task");
 }

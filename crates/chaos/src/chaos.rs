@@ -23,10 +23,10 @@ use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::Seal;
 use ledgerboard_harness::http;
-use ledgerboard_harness::{Daemon, RedisServer, free_port};
+use ledgerboard_harness::{Daemon, RedisServer};
 use uuid::Uuid;
 
-use crate::stack::{API, Members, PROJECTOR, RECONCILER, Stack};
+use crate::stack::{Members, PROJECTOR, RECONCILER, Stack};
 
 const BOARDS: [&str; 3] = ["chaos-a", "chaos-b", "chaos-c"];
 const USERS: u64 = 200;
@@ -159,7 +159,6 @@ pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
     // Printed first, so that a run that stops on an error before its report can be repeated.
     eprintln!("lbchaos chaos: seed {}", options.seed);
     let mut redis = RedisServer::start().context("starting a redis-server of the run's own")?;
-    let reconciler_admin = format!("127.0.0.1:{}", free_port()?);
     let stack = Stack::create(
         settings,
         "lbchaos",
@@ -181,7 +180,7 @@ pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<()> {
     // Ctrl-C or SIGTERM stops the run, and the database is still dropped.
     let cancel = ledgerboard_core::shutdown::on_signal();
     let outcome = tokio::select! {
-        outcome = chaos(&stack, &mut redis, &reconciler_admin, &options) => outcome,
+        outcome = chaos(&stack, &mut redis, &options) => outcome,
         _ = cancel.cancelled() => Err(anyhow::anyhow!("interrupted")),
     };
     let cleaned = stack.cleanup().await;
@@ -243,7 +242,6 @@ struct BeforeRepair {
 async fn chaos(
     stack: &Stack,
     redis: &mut RedisServer,
-    reconciler_admin: &str,
     options: &Options,
 ) -> anyhow::Result<Report> {
     let started = Instant::now();
@@ -253,24 +251,26 @@ async fn chaos(
         let set: BTreeSet<Fault> = options.faults.iter().copied().collect();
         set.into_iter().collect()
     };
-    let _api = stack.start(API, &[])?;
+    let _api = stack.start_api()?;
     let mut projectors = (0..options.projectors.max(1))
         .map(|_| stack.start(PROJECTOR, &[]))
         .collect::<anyhow::Result<Vec<Daemon>>>()?;
-    let mut reconciler = stack.start(
-        RECONCILER,
-        &[("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", reconciler_admin)],
-    )?;
+    let mut reconciler = stack.start(RECONCILER, &[])?;
+    // Its admin server bound a port of its own choice (`127.0.0.1:0`) and logged it.
+    let reconciler_admin = &reconciler
+        .wait_for_addr("admin server (healthz", Duration::from_secs(30))?
+        .to_string();
     // The daemon's first pass runs at start-up, on the empty database; wait for it, so that
     // every pass counted from here on would be one during the load.
     let passes_at_start = startup_pass(reconciler_admin).await?;
 
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let deadline = Instant::now() + options.duration;
+    let api_addr = stack.api_addr()?;
     let clients: Vec<_> = (0..options.clients.max(1))
         .map(|i| {
             tokio::spawn(client(
-                stack.api_addr,
+                api_addr,
                 stack.bearer.clone(),
                 ledger.clone(),
                 Rng(options.seed ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d)),
@@ -648,7 +648,7 @@ async fn honest_after_restart(
     let mut honest = None;
     let mut rebuilt = None;
     while rebuilt.is_none() && restarted.elapsed() < REBUILD_LIMIT {
-        if let Some(read) = bounded_read(stack, board, "").await {
+        if let Some(read) = bounded_read(stack, board, "").await? {
             let f = &read["freshness"];
             let source = f["source"].as_str().unwrap_or_default();
             let projection = f["projection"].as_str();
@@ -685,23 +685,30 @@ async fn honest_after_restart(
 }
 
 /// A bounded read of the board's top (`limit` as a query string, or "" for the default), as
-/// JSON; None when it did not answer 200 within 1 s (Redis coming back, sessions ended).
-async fn bounded_read(stack: &Stack, board: &str, query: &str) -> Option<serde_json::Value> {
+/// JSON; None when it did not answer 200 within 1 s (Redis coming back, sessions ended), an
+/// error when the api was never started.
+async fn bounded_read(
+    stack: &Stack,
+    board: &str,
+    query: &str,
+) -> anyhow::Result<Option<serde_json::Value>> {
     let path = format!("/v1/boards/{board}/top{query}");
     let headers = [("authorization", stack.bearer.as_str())];
-    match http::request(
-        stack.api_addr,
-        "GET",
-        &path,
-        &headers,
-        String::new(),
-        Duration::from_secs(1),
+    Ok(
+        match http::request(
+            stack.api_addr()?,
+            "GET",
+            &path,
+            &headers,
+            String::new(),
+            Duration::from_secs(1),
+        )
+        .await
+        {
+            Ok((200, body)) => serde_json::from_str(&body).ok(),
+            _ => None,
+        },
     )
-    .await
-    {
-        Ok((200, body)) => serde_json::from_str(&body).ok(),
-        _ => None,
-    }
 }
 
 /// Every projector stopped (SIGTERM) for [`BACKLOG_FOR`] while the clients go on, a bounded
@@ -721,7 +728,7 @@ async fn backlog(
     tokio::time::sleep(BACKLOG_FOR).await;
     let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
     let mut lag = -1;
-    if let Some(read) = bounded_read(stack, board, "").await {
+    if let Some(read) = bounded_read(stack, board, "").await? {
         let f = &read["freshness"];
         lag = f["lag_ms"].as_i64().unwrap_or(-1);
         // Over api.max_lag_ms (2000 by default) a bounded read must leave the projection.
@@ -781,7 +788,7 @@ async fn before_repair(
         out.not_whole += 1;
         let asked = Instant::now();
         // limit=1000 covers every member (USERS = 200); the consistency is the default.
-        match bounded_read(stack, board, "?limit=1000").await {
+        match bounded_read(stack, board, "?limit=1000").await? {
             None => out.problems.push(format!(
                 "{board}: not whole ({seal:?}) and the bounded read failed"
             )),
@@ -1044,9 +1051,11 @@ async fn startup_pass(admin: &str) -> anyhow::Result<f64> {
     loop {
         match reconciler_passes(admin).await {
             Ok(n) if n >= 1.0 => return Ok(n),
-            _ if started.elapsed() > Duration::from_secs(30) => {
-                anyhow::bail!("the reconciler's start-up pass did not finish within 30 s")
-            }
+            // The last answer goes into the error: a metric the reconciler does not export
+            // must not read as a pass that is merely slow.
+            last if started.elapsed() > Duration::from_secs(30) => anyhow::bail!(
+                "the reconciler's start-up pass did not finish within 30 s (last: {last:?})"
+            ),
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
@@ -1066,7 +1075,9 @@ async fn reconciler_rebuilds(admin: &str) -> anyhow::Result<f64> {
 }
 
 /// The sum of the samples of the reconciler's metric lines that start with `prefix` and
-/// contain `label`.
+/// contain `label`; an error when no line does. The reconciler exports every series at 0 from
+/// the start (`init_series`), so no line means a misspelt name, never 0: a "no pass ran"
+/// check would pass on it.
 async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f64> {
     let (status, text) = http::request(
         admin.parse()?,
@@ -1078,11 +1089,21 @@ async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f6
     )
     .await?;
     anyhow::ensure!(status == 200, "metrics: {status}");
-    Ok(text
+    let samples: Vec<f64> = text
         .lines()
         .filter(|l| l.starts_with(prefix) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
+        .map(|l| {
+            l.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .with_context(|| format!("a metric line without a number: {l:?}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(
+        !samples.is_empty(),
+        "the reconciler exports no {prefix} {label}"
+    );
+    Ok(samples.iter().sum())
 }
 
 /// The contract, checked against PostgreSQL and Redis.

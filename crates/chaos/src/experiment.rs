@@ -11,7 +11,7 @@ use ledgerboard_core::config::Settings;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_harness::http;
 
-use crate::stack::{API, Members, PROJECTOR, Stack};
+use crate::stack::{Members, PROJECTOR, Stack};
 
 const BOARD: &str = "experiment";
 const REQUEST_LIMIT: Duration = Duration::from_secs(10);
@@ -102,7 +102,7 @@ impl Run<'_> {
     ) -> anyhow::Result<(u16, String)> {
         let body = format!(r#"{{"event_id":"{event}","user_id":"{user}","delta":{delta}}}"#);
         Ok(http::request(
-            self.stack.api_addr,
+            self.stack.api_addr()?,
             "POST",
             &format!("/v1/boards/{BOARD}/scores"),
             &[("authorization", self.stack.bearer.as_str())],
@@ -145,7 +145,7 @@ async fn stages(stack: &Stack) -> anyhow::Result<Vec<Stage>> {
         board: BoardId::parse(BOARD)?,
     };
     let mut stages = Vec::new();
-    let _api = stack.start(API, &[])?;
+    let _api = stack.start_api()?;
     let mut projector = stack.start(PROJECTOR, &[])?;
 
     // 1. The first command.
@@ -186,7 +186,7 @@ async fn stages(stack: &Stack) -> anyhow::Result<Vec<Stage>> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (source, projection) = run.read().await?;
     let (_, read) = http::request(
-        stack.api_addr,
+        stack.api_addr()?,
         "GET",
         &format!("/v1/boards/{BOARD}/top?consistency=eventual"),
         &[],

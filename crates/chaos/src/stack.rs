@@ -15,7 +15,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Seal;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::inspect::{self, Observed};
-use ledgerboard_harness::{Daemon, binary_beside_current_exe, free_port};
+use ledgerboard_harness::{Daemon, binary_beside_current_exe};
 use tokio_postgres::NoTls;
 
 pub const API: &str = "ledgerboard-api";
@@ -34,7 +34,8 @@ pub struct Stack {
     admin: tokio_postgres::Config,
     pub db: Database,
     pub cache: Store,
-    pub api_addr: SocketAddr,
+    /// The address the api bound, once [`Stack::start_api`] has read it from its log.
+    api_addr: std::sync::Mutex<Option<SocketAddr>>,
     env: Vec<(String, String)>,
 }
 
@@ -84,7 +85,6 @@ impl Stack {
             namespace: namespace.clone(),
             ..settings.redis.clone()
         })?;
-        let api_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
         // A token that exists for this run only.
         let token = uuid::Uuid::new_v4().simple().to_string();
         let tokens = format!(
@@ -95,7 +95,10 @@ impl Stack {
             ("LEDGERBOARD__DATABASE__URL", database.url.as_str()),
             ("LEDGERBOARD__REDIS__URL", redis_url),
             ("LEDGERBOARD__REDIS__NAMESPACE", namespace.as_str()),
-            ("LEDGERBOARD__API__LISTEN", &api_addr.to_string()),
+            // Every daemon binds a port of its own choice and logs it (`start_api`,
+            // `admin_addr` read it): a port found free here and bound later by the daemon
+            // could be taken by another process in between.
+            ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__PROJECTOR__ADMIN_LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "100"),
@@ -119,7 +122,7 @@ impl Stack {
             admin,
             db,
             cache,
-            api_addr,
+            api_addr: std::sync::Mutex::new(None),
             env,
         })
     }
@@ -147,6 +150,27 @@ impl Stack {
             &env,
             Duration::from_secs(30),
         )?)
+    }
+
+    /// Starts the api as [`Stack::start`] does and records the address it bound, which
+    /// [`Stack::api_addr`] gives from then on.
+    pub fn start_api(&self) -> anyhow::Result<Daemon> {
+        let env = self.env_with(&[]);
+        let mut api = Daemon::start(&Self::binary(API)?, &[], &env)?;
+        let addr = api.wait_for_addr(&format!("{API} started"), Duration::from_secs(30))?;
+        *self
+            .api_addr
+            .lock()
+            .map_err(|_| anyhow::anyhow!("api address lock poisoned"))? = Some(addr);
+        Ok(api)
+    }
+
+    /// The address of the api [`Stack::start_api`] started last; an error before that.
+    pub fn api_addr(&self) -> anyhow::Result<SocketAddr> {
+        self.api_addr
+            .lock()
+            .map_err(|_| anyhow::anyhow!("api address lock poisoned"))?
+            .context("the api has not been started (Stack::start_api)")
     }
 
     /// Runs `ledgerboard-reconciler --once <args>` to its end (at most 120 s) and returns its

@@ -14,6 +14,19 @@ use std::time::Instant;
 use ledgerboard_core::telemetry::metrics::{Label, long, meter, rows};
 use opentelemetry::metrics::{AsyncInstrument, Histogram};
 
+/// What one batch did, counted once its transaction committed. It lives here, beside what
+/// counts it, rather than in `worker` (which fills it): `worker` imports this module, and
+/// this module must not import `worker` back.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub claimed: usize,
+    pub applied: u64,
+    pub duplicate: u64,
+    pub stale: u64,
+    pub failed: u64,
+    pub parked: u64,
+}
+
 /// What became of a projected row: the `result` label of `ledgerboard_projections_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProjectionResult {
@@ -136,7 +149,7 @@ impl Counters {
 
     /// Counts one committed batch: its rows by result, those it parked, and (when it claimed
     /// any) its size and duration.
-    pub fn batch(&self, tally: &crate::worker::Tally, started: Instant) {
+    pub fn batch(&self, tally: &Tally, started: Instant) {
         if tally.claimed == 0 {
             return;
         }
@@ -247,7 +260,7 @@ mod tests {
     #[test]
     fn a_batch_is_counted_once_by_result() {
         let c = Counters::register();
-        let tally = crate::worker::Tally {
+        let tally = Tally {
             claimed: 7,
             applied: 3,
             duplicate: 1,
@@ -256,7 +269,7 @@ mod tests {
             parked: 1,
         };
         c.batch(&tally, Instant::now());
-        c.batch(&crate::worker::Tally::default(), Instant::now());
+        c.batch(&Tally::default(), Instant::now());
         c.batch_error(BatchErrorKind::RedisOutage);
         c.batch_error(BatchErrorKind::Timeout);
         let s = c.snapshot();

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::metrics::{BatchErrorKind, Counters};
+use crate::metrics::{BatchErrorKind, Counters, Tally};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
@@ -50,17 +50,6 @@ impl From<tokio_postgres::Error> for BatchError {
     fn from(err: tokio_postgres::Error) -> Self {
         BatchError::Store(err.into())
     }
-}
-
-/// What one batch did, counted once its transaction committed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Tally {
-    pub claimed: usize,
-    pub applied: u64,
-    pub duplicate: u64,
-    pub stale: u64,
-    pub failed: u64,
-    pub parked: u64,
 }
 
 #[derive(Clone)]

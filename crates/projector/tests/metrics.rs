@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
+use ledgerboard_projector::metrics::Tally;
 use ledgerboard_projector::metrics::{BatchErrorKind, Counters};
-use ledgerboard_projector::worker::Tally;
 use ledgerboard_testkit::Scrape;
 
 fn scrape(registry: &prometheus::Registry) -> Scrape {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ledgerboard_core::config::RedisSettings;
 use ledgerboard_core::domain::BoardId;
@@ -15,7 +15,8 @@ use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_testkit::{
-    Process, TestDb, TestRedis, daemon_env, http_request, migrate, source_boards, workspace_binary,
+    Process, TestDb, TestRedis, daemon_env, http_request, migrate, source_boards, wait_until,
+    wait_until_blocking, workspace_binary,
 };
 
 const BOARDS: u32 = 24;
@@ -145,15 +146,15 @@ fn field(line: &str, name: &str) -> Option<u64> {
 }
 
 fn wait_for(accepted: &AtomicU64, at_least: u64) {
-    let started = Instant::now();
-    while accepted.load(Ordering::Relaxed) < at_least {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
+    wait_until_blocking(Duration::from_secs(60), || {
+        accepted.load(Ordering::Relaxed) >= at_least
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "the load stalled at {} commands",
             accepted.load(Ordering::Relaxed)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        )
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,20 +266,21 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     let total = accepted.load(Ordering::Relaxed);
 
     // The projectors drain the outbox, through the failover and the migration, parking nothing.
-    let started = Instant::now();
-    loop {
-        let (pending, parked) = outbox_unpublished(&stack.db).await;
+    let pending = &std::sync::atomic::AtomicI64::new(-1);
+    wait_until(Duration::from_secs(60), || async {
+        let (now, parked) = outbox_unpublished(&stack.db).await;
         assert_eq!(parked, 0, "rows were parked by cluster events");
-        if pending == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{pending} rows still pending: {}",
+        pending.store(now, Ordering::Relaxed);
+        now == 0
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "{} rows still pending: {}",
+            pending.load(Ordering::Relaxed),
             projectors[0].stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        )
+    });
     let cache = Store::connect(&stack.redis).expect("cluster client");
     let expected = source_boards(&stack.db.client().await).await;
     assert_eq!(expected.len(), BOARDS as usize);

@@ -2,13 +2,13 @@
 //! `/readyz` while a workload runs: the figures must move as the workload says.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::KeyLayout;
 use ledgerboard_testkit::{
     Process, RedisServer, Scrape, TestDb, TestRedis, daemon_env, http_request,
-    http_request_with_headers, migrate, workspace_binary,
+    http_request_with_headers, migrate, wait_until_blocking, workspace_binary,
 };
 
 const API: &str = "ledgerboard-api";
@@ -130,21 +130,16 @@ impl Stack {
     }
 }
 
-/// Scrapes `addr` until `done` holds, for at most 20 s; the last scrape either way.
+/// Scrapes `addr` until `done` holds, for at most 20 s, and returns that scrape; fails with
+/// the last one when it never holds.
 fn eventually(addr: &str, what: &str, done: impl Fn(&Scrape) -> bool) -> Scrape {
-    let started = Instant::now();
-    loop {
-        let scrape = Scrape::fetch(addr);
-        if done(&scrape) {
-            return scrape;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{what}: not reached; last scrape of {addr}:\n{}",
-            scrape.text
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut last = Scrape::default();
+    wait_until_blocking(Duration::from_secs(20), || {
+        last = Scrape::fetch(addr);
+        done(&last)
+    })
+    .unwrap_or_else(|| panic!("{what}: not reached; last scrape of {addr}:\n{}", last.text));
+    last
 }
 
 fn get(s: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
@@ -427,14 +422,10 @@ async fn readiness_follows_redis_and_the_api_stays_ready_without_it() {
     });
 
     server.restart();
-    let started = Instant::now();
-    while http_request(&stack.projector_admin, "GET", "/readyz", "").0 != 200 {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "projector not ready again"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_blocking(Duration::from_secs(20), || {
+        http_request(&stack.projector_admin, "GET", "/readyz", "").0 == 200
+    })
+    .expect("projector not ready again");
     eventually(
         &stack.projector_admin,
         "the row projected after the outage",

@@ -340,10 +340,14 @@ pub fn free_port() -> u16 {
     ledgerboard_harness::free_port().unwrap_or_else(|e| panic!("find a free port: {e}"))
 }
 
+/// How often [`wait_until`] and [`wait_until_blocking`] check their condition.
+const POLL: Duration = Duration::from_millis(20);
+
 /// Polls `condition` every 20 ms until it holds or `limit` has passed: the one way a test
 /// waits for something to happen (a fixed sleep either waits too long or passes before the
 /// thing happened). `Some(elapsed)` once it holds, `None` when the time ran out; the condition
-/// is checked once more at the deadline, so a slow check cannot miss it.
+/// is checked once more at the deadline, so a slow check cannot miss it. The caller turns
+/// `None` into a failure (`expect`), never into a silent move on.
 pub async fn wait_until<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
 where
     F: FnMut() -> Fut,
@@ -358,7 +362,27 @@ where
         if expired {
             return None;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// [`wait_until`] for a caller that is not async (a system test's threads, a blocking
+/// condition such as an HTTP request through [`http_request`]): the same polling, with the
+/// thread asleep between checks.
+pub fn wait_until_blocking(
+    limit: Duration,
+    mut condition: impl FnMut() -> bool,
+) -> Option<Duration> {
+    let started = std::time::Instant::now();
+    loop {
+        let expired = started.elapsed() >= limit;
+        if condition() {
+            return Some(started.elapsed());
+        }
+        if expired {
+            return None;
+        }
+        std::thread::sleep(POLL);
     }
 }
 
@@ -633,7 +657,30 @@ pub async fn seed_skewed_boards(
 
 #[cfg(test)]
 mod tests {
-    use super::url_with_dbname;
+    use std::time::Duration;
+
+    use super::{url_with_dbname, wait_until_blocking};
+
+    #[test]
+    fn a_blocking_wait_ends_when_the_condition_holds_and_fails_at_its_deadline() {
+        let mut calls = 0;
+        let held = wait_until_blocking(Duration::from_secs(5), || {
+            calls += 1;
+            calls == 3
+        });
+        assert!(held.is_some_and(|d| d < Duration::from_secs(1)), "{held:?}");
+        assert_eq!(calls, 3);
+        let mut checks = 0;
+        let never = wait_until_blocking(Duration::from_millis(100), || {
+            checks += 1;
+            false
+        });
+        assert_eq!(
+            never, None,
+            "a deadline that passed is None, not a silent move on"
+        );
+        assert!(checks >= 2, "checked again at the deadline: {checks}");
+    }
 
     #[test]
     fn dbname_replacement() {

@@ -21,7 +21,7 @@ impl Scrape {
 
     /// Parses the text format's sample lines (`name{a="b",...} value`); comments are skipped.
     /// Panics on a sample line it cannot read: skipping it would make the metric look absent,
-    /// and `sum` of an absent metric is 0, which an "is 0" check would take for an answer.
+    /// and a test would have to tell that from a real absence.
     pub fn parse(text: &str) -> Scrape {
         let mut samples: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for line in text.lines() {
@@ -71,18 +71,23 @@ impl Scrape {
         matching.first().copied()
     }
 
-    /// The sum of every sample of `name` whose labels include `labels` (0 when none).
-    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        self.samples.get(name).map_or(0.0, |all| {
-            all.iter()
-                .filter(|(have, _)| {
-                    labels
-                        .iter()
-                        .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
-                })
-                .map(|(_, v)| *v)
-                .sum()
-        })
+    /// The sum of every sample of `name` whose labels include `labels`; None when no sample
+    /// matches. Never 0 for an absent metric: a misspelt name or label would then pass an
+    /// "is 0" check. The daemons export every labelled series at 0 from the start, so a
+    /// series that exists reads 0, and one that does not is a mistake of the test.
+    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let matching: Vec<f64> = self
+            .samples
+            .get(name)?
+            .iter()
+            .filter(|(have, _)| {
+                labels
+                    .iter()
+                    .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
+            })
+            .map(|(_, v)| *v)
+            .collect();
+        (!matching.is_empty()).then(|| matching.iter().sum())
     }
 
     /// Every metric name in the scrape.
@@ -135,7 +140,11 @@ mod tests {
             s.value("ledgerboard_projections_total", &[("result", "stale")]),
             Some(1.0)
         );
-        assert_eq!(s.sum("ledgerboard_projections_total", &[]), 6.0);
+        assert_eq!(s.sum("ledgerboard_projections_total", &[]), Some(6.0));
+        assert_eq!(
+            s.sum("ledgerboard_projections_total", &[("result", "stale")]),
+            Some(1.0)
+        );
         assert_eq!(
             s.value("h_bucket", &[("route", "/v1/{a},b"), ("le", "0.5")]),
             Some(2.0)
@@ -145,6 +154,29 @@ mod tests {
             Scrape::parse("x +Inf\n").value("x", &[]),
             Some(f64::INFINITY)
         );
+    }
+
+    #[test]
+    fn an_absent_metric_has_no_sum_not_a_sum_of_0() {
+        let s = Scrape::parse(
+            "ledgerboard_outbox_parked 0\nledgerboard_projections_total{result=\"failed\"} 0\n",
+        );
+        assert_eq!(s.sum("ledgerboard_outbox_parked", &[]), Some(0.0));
+        assert_eq!(
+            s.sum("ledgerboard_outbox_parkd", &[]),
+            None,
+            "a misspelt name"
+        );
+        assert_eq!(
+            s.sum("ledgerboard_projections_total", &[("result", "failed")]),
+            Some(0.0)
+        );
+        assert_eq!(
+            s.sum("ledgerboard_projections_total", &[("result", "faild")]),
+            None,
+            "a misspelt label value"
+        );
+        assert_eq!(s.value("ledgerboard_outbox_parkd", &[]), None);
     }
 
     #[test]
