@@ -36,7 +36,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
-    let cache = Store::connect(&settings.redis).context("redis.url")?;
+    let store = Store::connect(&settings.redis).context("redis.url")?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr} (api.listen)"))?;
@@ -47,9 +47,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         cancel.clone(),
     );
     // Readiness does not need Redis: commands never touch it and reads fall back.
-    let health = Health::new(telemetry.registry(), db.clone(), cache.clone()).redis_optional();
+    let health = Health::new(telemetry.registry(), db.clone(), store.clone()).redis_optional();
     let app =
-        router(AppState::new(db.clone(), cache, &settings), &settings.api).merge(health.routes());
+        router(AppState::new(db.clone(), store, &settings), &settings.api).merge(health.routes());
     serve(
         listener,
         app,

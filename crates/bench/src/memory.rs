@@ -49,7 +49,7 @@ pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
     migrate(&settings.database).await?;
     let client = db.client().await;
     let database = Database::connect(&settings.database, "bench-memory")?;
-    let cache = Store::connect(&settings.redis)?;
+    let store = Store::connect(&settings.redis)?;
     let mut boards = Vec::new();
     for (board, users) in [("memory-small", 100), ("memory-large", large)] {
         eprintln!("Redis memory of a {users}-user board");
@@ -63,13 +63,13 @@ pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
             .collect();
         anyhow::ensure!(entries.len() == users as usize, "not every row was claimed");
         for chunk in entries.chunks(500) {
-            apply_batch(&cache, chunk, Duration::from_secs(86_400))
+            apply_batch(&store, chunk, Duration::from_secs(86_400))
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
         }
         let id = BoardId::parse(board)?;
-        let keys = cache.keys();
-        let mut conn = cache.connection().await?;
+        let keys = store.keys();
+        let mut conn = store.connection().await?;
         let usage = |key: String| {
             let mut cmd = redis::cmd("MEMORY");
             cmd.arg("USAGE").arg(key).arg("SAMPLES").arg(0);

@@ -195,10 +195,10 @@ async fn limit(
         )
         .await?;
     anyhow::ensure!(rows.len() as i64 == users);
-    let cache = Store::connect(&settings.redis)?;
+    let store = Store::connect(&settings.redis)?;
     let board = BoardId::parse("big")?;
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
-    let mut conn = cache.connection().await?;
+    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
+    let mut conn = store.connection().await?;
     for chunk in rows.chunks(1_000) {
         let mut pipe = redis::pipe();
         for row in chunk {

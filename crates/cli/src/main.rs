@@ -198,10 +198,10 @@ async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> any
     let board = BoardId::parse(board).context("--board")?;
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;
-    let cache = Store::connect(&settings.redis).context("redis.url")?;
+    let store = Store::connect(&settings.redis).context("redis.url")?;
     let report = ledgerboard_reconciler::rebuild::rebuild(
         &db,
-        &cache,
+        &store,
         settings,
         &board,
         std::time::Duration::from_secs(wait_secs),

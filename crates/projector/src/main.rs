@@ -37,8 +37,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
         return Ok(());
     };
-    let cache = Store::connect(&settings.redis).context("redis.url")?;
-    let health = Health::new(telemetry.registry(), db.clone(), cache.clone());
+    let store = Store::connect(&settings.redis).context("redis.url")?;
+    let health = Health::new(telemetry.registry(), db.clone(), store.clone());
     let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
         .await
         .with_context(|| format!("cannot listen on {admin_addr} (projector.admin_listen)"))?;
@@ -49,7 +49,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     );
     let mode = settings.projector.mode;
     let workers = settings.projector.workers.get();
-    let projector = Projector::new(settings, db.clone(), cache);
+    let projector = Projector::new(settings, db.clone(), store);
     projector.check_redis().await?;
     tracing::info!(?mode, workers, "{NAME} started");
     projector.run(cancel).await;

@@ -66,7 +66,7 @@ pub struct Tally {
 #[derive(Clone)]
 pub struct Worker {
     pub db: Database,
-    pub cache: Store,
+    pub store: Store,
     pub settings: Arc<Settings>,
     pub counters: Arc<Counters>,
     /// Leased mode: the name written into `lease_owner`.
@@ -230,7 +230,7 @@ impl Worker {
 
     async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Vec<RowOutcome>, Outage> {
         projection::apply_batch(
-            &self.cache,
+            &self.store,
             entries,
             self.settings.projector.event_marker_ttl(),
         )
