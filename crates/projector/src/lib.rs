@@ -6,7 +6,11 @@ pub mod metrics;
 pub mod redis_guard;
 pub mod settings;
 pub mod wakeup;
+// Public only for the tests that drive single batches (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 pub mod worker;
+#[cfg(not(feature = "test-hooks"))]
+mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,8 +63,13 @@ impl Projector {
         self.counters.clone()
     }
 
-    /// A worker of this projector (tests drive single batches with it).
+    /// A worker of this projector: tests drive single batches with it ([`Worker::batch`]).
+    #[cfg(feature = "test-hooks")]
     pub fn worker(&self, index: usize) -> Worker {
+        self.new_worker(index)
+    }
+
+    fn new_worker(&self, index: usize) -> Worker {
         Worker {
             db: self.db.clone(),
             store: self.store.clone(),
@@ -100,7 +109,7 @@ impl Projector {
         let (wake, listener) = wakeup::spawn(&self.settings.database, cancel.clone());
         let mut tasks = JoinSet::new();
         for index in 0..p.workers.get() {
-            tasks.spawn(self.worker(index).run(cancel.clone(), wake.clone()));
+            tasks.spawn(self.new_worker(index).run(cancel.clone(), wake.clone()));
         }
         tasks.spawn(retention_loop(
             self.db.clone(),
