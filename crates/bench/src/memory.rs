@@ -5,12 +5,11 @@
 
 use std::time::Duration;
 
-use crate::settings::Settings;
-use ledgerboard_core::db::{Database, migrate, outbox};
+use ledgerboard_core::db::{Database, outbox};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
-use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
+use ledgerboard_testkit::seed_outbox;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -41,12 +40,7 @@ pub struct MemoryFigures {
 
 pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
     let large = if quick { 10_000 } else { 100_000 };
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
-    settings.redis.namespace = redis.namespace.clone();
-    migrate(&settings.database).await?;
+    let (db, _redis, settings) = crate::settings::fresh().await?;
     let client = db.client().await;
     let database = Database::connect(&settings.database, "bench-memory")?;
     let store = Store::connect(&settings.redis)?;

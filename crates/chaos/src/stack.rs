@@ -220,7 +220,7 @@ impl Stack {
     /// Drops the database and deletes the namespace's keys. Call it after stopping the
     /// daemons.
     pub async fn cleanup(self) -> anyhow::Result<()> {
-        let pattern = format!("{}:*", self.store.keys().namespace());
+        let pattern = self.store.keys().all_keys_pattern();
         let deleted = self.store.unlink_matching(&pattern).await;
         self.db.close();
         let (client, conn) = self.admin.connect(NoTls).await?;
