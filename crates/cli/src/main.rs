@@ -96,10 +96,8 @@ enum ParkedCommand {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    daemon::exit("lbctl", run(args).await.map_err(|e| format!("{e:#}")))
+fn main() -> ExitCode {
+    daemon::main("lbctl", run)
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {

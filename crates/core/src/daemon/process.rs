@@ -21,9 +21,9 @@ use crate::projection::Store;
 use crate::shutdown;
 use crate::telemetry::Telemetry;
 
-/// A daemon binary's whole `main`: parses the flags `A`, runs `run` on a multi-threaded Tokio
-/// runtime and turns its result into the exit code (see [`exit`]; the error is rendered with
-/// its causes, `{:#}`).
+/// A binary's whole `main` (the daemons, `lbctl`, `lbchaos`): parses the flags `A`, runs `run`
+/// on a multi-threaded Tokio runtime and turns its result into the exit code (see [`exit`]; the
+/// error is rendered with its causes, `{:#}`).
 pub fn main<A, E, F>(name: &'static str, run: impl FnOnce(A) -> F) -> ExitCode
 where
     A: clap::Parser,
