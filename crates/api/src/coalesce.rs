@@ -33,7 +33,7 @@ impl TopReads {
     /// The page from the projection: from a read in flight for the same page, or a new one.
     pub async fn top(
         &self,
-        cache: &Store,
+        store: &Store,
         board: &BoardId,
         offset: u64,
         limit: u64,
@@ -45,9 +45,9 @@ impl TopReads {
                 // Still running: join it.
                 Some(f) if f.peek().is_none() => f.clone(),
                 _ => {
-                    let (cache, board) = (cache.clone(), board.clone());
+                    let (store, board) = (store.clone(), board.clone());
                     let f = async move {
-                        read::top(&cache, &board, offset, limit)
+                        read::top(&store, &board, offset, limit)
                             .await
                             .map(|page| Sealed {
                                 value: Arc::new(page.value),

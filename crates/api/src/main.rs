@@ -2,14 +2,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Parser;
 use ledgerboard_api::settings::Sections;
 use ledgerboard_api::{AppState, router, serve};
-use ledgerboard_core::daemon::admin::Health;
-use ledgerboard_core::daemon::outbox_gauges;
-use ledgerboard_core::projection::Store;
-use ledgerboard_core::{daemon, shutdown};
+use ledgerboard_core::daemon::{self, Daemon};
 
 const NAME: &str = "ledgerboard-api";
 
@@ -22,45 +18,27 @@ struct Args {
     daemon: daemon::DaemonArgs,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    daemon::exit(NAME, run(args).await.map_err(|e| format!("{e:#}")))
+fn main() -> ExitCode {
+    daemon::main(NAME, run)
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let (settings, telemetry) = daemon::start::<Sections>(NAME, args.daemon.config.as_deref())?;
     let addr = settings.api.listen_addr()?;
-    let cancel = shutdown::on_signal();
     ledgerboard_api::metrics::init_series();
-    let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
+    let Some(mut daemon) = Daemon::open(NAME, &settings, telemetry).await? else {
         return Ok(());
     };
-    let cache = Store::connect(&settings.redis).context("redis.url")?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} (api.listen)"))?;
+    let listener = daemon::bind(addr, "api.listen").await?;
     tracing::info!(addr = %listener.local_addr()?, "{NAME} started");
-    let sampler = outbox_gauges::spawn(
-        db.clone(),
-        settings.telemetry.outbox_sample_interval(),
-        cancel.clone(),
-    );
-    // Readiness does not need Redis: commands never touch it and reads fall back.
-    let health = Health::new(telemetry.registry(), db.clone(), cache.clone()).redis_optional();
-    let app =
-        router(AppState::new(db.clone(), cache, &settings), &settings.api).merge(health.routes());
-    serve(
-        listener,
-        app,
-        &settings.api,
-        cancel,
-        settings.shutdown.grace(),
-    )
-    .await?;
-    sampler.abort();
-    db.close();
-    telemetry.shutdown().await;
-    tracing::info!("ledgerboard-api stopped");
+    daemon.spawn_outbox_gauges();
+    // Readiness does not need Redis: commands never touch it and reads fall back. The admin
+    // routes share the api's port.
+    let health = daemon.health().redis_optional();
+    let state = AppState::new(daemon.db.clone(), daemon.store.clone(), &settings);
+    let app = router(state, &settings.api).merge(health.routes());
+    let grace = settings.shutdown.grace();
+    serve(listener, app, &settings.api, daemon.cancel.clone(), grace).await?;
+    daemon.stop().await;
     Ok(())
 }

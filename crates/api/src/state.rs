@@ -11,7 +11,8 @@ use crate::freshness::FreshnessCache;
 use crate::rebuilds::RebuildRequests;
 use crate::settings::{ApiSettings, Sections};
 
-/// What every handler can reach. Cheap to clone (pools and caches are shared).
+/// What every handler can reach. Cheap to clone (the pools, the store and the freshness cache
+/// are shared).
 #[derive(Clone)]
 pub struct AppState {
     /// Commands only: reads can never take the connections a command needs.
@@ -19,7 +20,7 @@ pub struct AppState {
     /// Reads from PostgreSQL (strong reads, fallbacks) and the lag measurement, in a pool of
     /// their own (`api.read_pool_max_size`).
     pub read_db: Database,
-    pub cache: Store,
+    pub store: Store,
     pub freshness: Arc<FreshnessCache>,
     pub settings: Arc<ApiSettings>,
     /// The tokens of `auth.tokens`, whether reads need one, and the rate limit: all the guard
@@ -38,7 +39,7 @@ impl AppState {
     /// connections, opened on first use.
     pub fn new<D: Holds<Sections>>(
         db: Database,
-        cache: Store,
+        store: Store,
         settings: &config::Settings<D>,
     ) -> Self {
         let own: Sections = settings.daemon.section();
@@ -56,7 +57,7 @@ impl AppState {
         Self {
             db,
             read_db,
-            cache,
+            store,
             freshness: Arc::new(FreshnessCache::new(api.freshness_cache())),
             settings: Arc::new(api.clone()),
             auth: Auth::new(&own),

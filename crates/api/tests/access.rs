@@ -41,8 +41,8 @@ async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
     settings.validate().expect("valid settings");
     migrate(&settings.database).await.expect("migrate");
     let database = Database::connect(&settings.database, "access-test").expect("pool");
-    let cache = ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis pool");
-    let app = router(AppState::new(database, cache, &settings), &settings.api);
+    let store = ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis pool");
+    let app = router(AppState::new(database, store, &settings), &settings.api);
     Api {
         db,
         _redis: redis,

@@ -10,8 +10,8 @@ use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::RedisServer;
 
 /// `ZRANGE` calls the server has answered so far.
-async fn zrange_calls(cache: &Store) -> u64 {
-    let mut conn = cache.connection().await.expect("connection");
+async fn zrange_calls(store: &Store) -> u64 {
+    let mut conn = store.connection().await.expect("connection");
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut conn)
@@ -32,10 +32,10 @@ async fn concurrent_identical_reads_share_one_redis_read() {
         pool_max_size: Count::of(64),
         ..RedisSettings::default()
     };
-    let cache = Store::connect(&settings).expect("cache");
+    let store = Store::connect(&settings).expect("store");
     let board = BoardId::parse("hot").expect("board");
-    let key = cache.keys().scores(&board);
-    let mut conn = cache.connection().await.expect("connection");
+    let key = store.keys().scores(&board);
+    let mut conn = store.connection().await.expect("connection");
     let mut zadd = redis::cmd("ZADD");
     zadd.arg(&key);
     for i in 0..5_000 {
@@ -44,20 +44,20 @@ async fn concurrent_identical_reads_share_one_redis_read() {
     let () = zadd.query_async(&mut conn).await.expect("seed");
 
     let reads = Arc::new(TopReads::default());
-    let before = zrange_calls(&cache).await;
+    let before = zrange_calls(&store).await;
     let requests = 200;
     let mut tasks = Vec::new();
     for _ in 0..requests {
-        let (reads, cache, board) = (reads.clone(), cache.clone(), board.clone());
+        let (reads, store, board) = (reads.clone(), store.clone(), board.clone());
         tasks.push(tokio::spawn(async move {
-            reads.top(&cache, &board, 0, 100).await.expect("read")
+            reads.top(&store, &board, 0, 100).await.expect("read")
         }));
     }
     let mut pages = Vec::new();
     for t in tasks {
         pages.push(t.await.expect("task"));
     }
-    let sent = zrange_calls(&cache).await - before;
+    let sent = zrange_calls(&store).await - before;
     assert!(
         (1..requests / 2).contains(&sent),
         "{sent} Redis reads for {requests} concurrent identical requests"
@@ -70,7 +70,7 @@ async fn concurrent_identical_reads_share_one_redis_read() {
 
     // Another page is another read, and a finished read is not served again: a change made
     // after it is seen by the next request.
-    let other = reads.top(&cache, &board, 100, 10).await.expect("read");
+    let other = reads.top(&store, &board, 100, 10).await.expect("read");
     assert_eq!(other.value[0].user_id, "player-4899");
     let () = redis::cmd("ZADD")
         .arg(&key)
@@ -79,6 +79,6 @@ async fn concurrent_identical_reads_share_one_redis_read() {
         .query_async(&mut conn)
         .await
         .expect("zadd");
-    let after = reads.top(&cache, &board, 0, 100).await.expect("read");
+    let after = reads.top(&store, &board, 0, 100).await.expect("read");
     assert_eq!(after.value[0].user_id, "newcomer");
 }

@@ -55,11 +55,11 @@ async fn source(db: &TestDb, board: &str) -> BTreeMap<String, (i64, i64)> {
 }
 
 /// The same from the projection.
-async fn projection(cache: &Store, board: &str) -> BTreeMap<String, (i64, i64)> {
+async fn projection(store: &Store, board: &str) -> BTreeMap<String, (i64, i64)> {
     let board = BoardId::parse(board).expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(cache.keys().scores(&board))
+        .arg(store.keys().scores(&board))
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
@@ -67,7 +67,7 @@ async fn projection(cache: &Store, board: &str) -> BTreeMap<String, (i64, i64)> 
         .await
         .expect("zrange");
     let versions: BTreeMap<String, i64> = redis::cmd("HGETALL")
-        .arg(cache.keys().versions(&board))
+        .arg(store.keys().versions(&board))
         .query_async(&mut conn)
         .await
         .expect("hgetall");
@@ -103,9 +103,9 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     migrate(&settings.database).await.expect("migrate");
 
     let database = Database::connect(&settings.database, "pgbouncer-test").expect("pool");
-    let cache = Store::connect(&settings.redis).expect("redis pool");
+    let store = Store::connect(&settings.redis).expect("redis pool");
     let app = router(
-        AppState::new(database, cache.clone(), &settings),
+        AppState::new(database, store.clone(), &settings),
         &settings.api,
     );
 
@@ -113,7 +113,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     let projector = Projector::new(
         settings.clone(),
         Database::connect(&settings.database, "pgbouncer-projector").expect("pool"),
-        cache.clone(),
+        store.clone(),
     );
     let projecting = tokio::spawn(projector.run(cancel.clone()));
 
@@ -136,7 +136,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     // The projector drains through the pooler, woken through its direct LISTEN session.
     for board in ["even", "odd"] {
         let projected = wait_until(Duration::from_secs(30), || async {
-            projection(&cache, board).await == source(&db, board).await
+            projection(&store, board).await == source(&db, board).await
         })
         .await;
         assert!(
@@ -152,7 +152,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     // every board): the rebuild reads the source through the pooler too.
     ledgerboard_reconciler::rebuild::rebuild(
         &database_for_rebuild(&settings),
-        &cache,
+        &store,
         &settings,
         &BoardId::parse("even").expect("board"),
         Duration::from_secs(10),

@@ -174,13 +174,13 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
         .expect("migrate");
     let db =
         || ledgerboard_core::db::Database::connect(&settings.database, "pg-restart").expect("pool");
-    let cache = || ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis");
+    let store = || ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis");
     let app = app_with(&settings);
     let cancel = CancellationToken::new();
     let projector =
-        tokio::spawn(Projector::new(settings.clone(), db(), cache()).run(cancel.clone()));
+        tokio::spawn(Projector::new(settings.clone(), db(), store()).run(cancel.clone()));
     let reconciler =
-        tokio::spawn(Reconciler::new(settings.clone(), db(), cache()).run(cancel.clone()));
+        tokio::spawn(Reconciler::new(settings.clone(), db(), store()).run(cancel.clone()));
 
     // Four clients, each retrying a command answered 503 with the same event id until it is
     // accepted: every accepted delta must count exactly once.
@@ -278,7 +278,7 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
         let (status, page) = get(&app, "/v1/boards/pg/top?limit=100").await;
         let done = pending == 0
             && status == StatusCode::OK
-            && board_seal(&cache(), &board).await.expect("seal") == Seal::Whole
+            && board_seal(&store(), &board).await.expect("seal") == Seal::Whole
             && page["freshness"]["source"] == "projection";
         *last.borrow_mut() = (pending, page);
         done

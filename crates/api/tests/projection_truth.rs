@@ -79,8 +79,8 @@ fn freshness(page: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
     )
 }
 
-async fn redis_del(cache: &Store, keys: &[String]) {
-    let mut conn = cache.connection().await.expect("redis");
+async fn redis_del(store: &Store, keys: &[String]) {
+    let mut conn = store.connection().await.expect("redis");
     let _: i64 = redis::cmd("DEL")
         .arg(keys)
         .query_async(&mut conn)
@@ -89,19 +89,19 @@ async fn redis_del(cache: &Store, keys: &[String]) {
 }
 
 /// Deletes every key of the board's projection, seal included.
-async fn lose_board(cache: &Store, board: &BoardId) {
-    let keys = cache.keys();
+async fn lose_board(store: &Store, board: &BoardId) {
+    let keys = store.keys();
     redis_del(
-        cache,
+        store,
         &[keys.scores(board), keys.versions(board), keys.meta(board)],
     )
     .await;
 }
 
-async fn requested(cache: &Store, board: &str) -> bool {
-    let mut conn = cache.connection().await.expect("redis");
+async fn requested(store: &Store, board: &str) -> bool {
+    let mut conn = store.connection().await.expect("redis");
     redis::cmd("SISMEMBER")
-        .arg(cache.keys().rebuild_requests())
+        .arg(store.keys().rebuild_requests())
         .arg(board)
         .query_async(&mut conn)
         .await
@@ -130,7 +130,7 @@ fn reconciler(env: &TestEnv) -> (CancellationToken, tokio::task::JoinHandle<()>)
     let mut settings = env.settings.clone();
     settings.reconciler.interval_ms = Millis::of(3_600_000);
     let cancel = CancellationToken::new();
-    let r = Reconciler::new(settings, env.database(), env.cache());
+    let r = Reconciler::new(settings, env.database(), env.store());
     (cancel.clone(), tokio::spawn(r.run(cancel)))
 }
 
@@ -139,7 +139,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
     let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
     sealed_board(&env, "lost", 2_000).await;
     let app = app_with(&env.settings);
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("lost").expect("board");
     let (_, page) = get(&app, "/v1/boards/lost/top?limit=10").await;
     assert_eq!(
@@ -150,7 +150,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
 
     // Every key of the board deleted (an eviction, a FLUSHDB, an operator's mistake), and no
     // reconciler running: the very next read sees it.
-    lose_board(&cache, &board).await;
+    lose_board(&store, &board).await;
     let lost_at = Instant::now();
     let (status, page) = get(&app, "/v1/boards/lost/top?limit=10").await;
     let first_honest = lost_at.elapsed();
@@ -178,7 +178,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
         ((Some("projection"), None, Some("missing")), 0),
         "{eventual}"
     );
-    wait_until(Duration::from_secs(5), || requested(&cache, "lost"))
+    wait_until(Duration::from_secs(5), || requested(&store, "lost"))
         .await
         .expect("no rebuild asked");
 
@@ -191,7 +191,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
     // The request goes once the rebuild is done (after its catch-up pass, a little later than
     // the switch readers saw).
     wait_until(Duration::from_secs(5), || async {
-        !requested(&cache, "lost").await
+        !requested(&store, "lost").await
     })
     .await
     .expect("the request stays");
@@ -209,11 +209,11 @@ async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
     let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
     sealed_board(&env, "edit", 50).await;
     let app = app_with(&env.settings);
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("edit").expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: i64 = redis::cmd("ZADD")
-        .arg(cache.keys().scores(&board))
+        .arg(store.keys().scores(&board))
         .arg(1_000_000)
         .arg("intruder")
         .query_async(&mut conn)
@@ -232,7 +232,7 @@ async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
     assert_ne!(entries(&page)[0].0, "intruder");
 
     // Half of the board's keys evicted: the versions hash alone.
-    redis_del(&cache, &[cache.keys().versions(&board)]).await;
+    redis_del(&store, &[store.keys().versions(&board)]).await;
     let (_, member) = get(&app, "/v1/boards/edit/users/u000003").await;
     assert_eq!(
         (freshness(&member), member["version"].as_i64()),
@@ -461,7 +461,7 @@ async fn a_rebuild_under_constant_writes_never_shows_an_older_score() {
     let app = app_with(&env.settings);
     let cancel = CancellationToken::new();
     let projector = tokio::spawn(
-        Projector::new(env.settings.clone(), env.database(), env.cache()).run(cancel.clone()),
+        Projector::new(env.settings.clone(), env.database(), env.store()).run(cancel.clone()),
     );
     let writing = Arc::new(AtomicBool::new(true));
     let writer = {
@@ -530,13 +530,13 @@ async fn a_rebuild_under_constant_writes_never_shows_an_older_score() {
 async fn a_lost_board_nobody_reads_is_found_by_the_reconcilers_walk_and_rebuilt() {
     let env = TestEnv::new(|_| {}).await;
     sealed_board(&env, "idle", 300).await;
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("idle").expect("board");
-    lose_board(&cache, &board).await;
+    lose_board(&store, &board).await;
     // No read and no command: only the reconciler's pass can notice.
     let (stop, running) = reconciler(&env);
     wait_until(Duration::from_secs(20), || async {
-        ledgerboard_core::projection::read::board_seal(&cache, &board)
+        ledgerboard_core::projection::read::board_seal(&store, &board)
             .await
             .expect("seal")
             == ledgerboard_core::projection::read::Seal::Whole

@@ -386,7 +386,7 @@ async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
     };
     let start = |env: &TestEnv| {
         let cancel = CancellationToken::new();
-        let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+        let projector = Projector::new(env.settings.clone(), env.database(), env.store());
         (cancel.clone(), tokio::spawn(projector.run(cancel)))
     };
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::settings::Settings;
 use ledgerboard_api::{AppState, router, serve};
 use ledgerboard_core::config::Count;
-use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{TestDb, TestRedis, test_tokens};
 use tokio_util::sync::CancellationToken;
@@ -26,17 +26,12 @@ pub struct Stack {
 impl Stack {
     /// Pools sized for `clients` concurrent requests; the test token may write.
     pub async fn start(clients: usize) -> anyhow::Result<Self> {
-        let db = TestDb::create().await;
-        let redis = TestRedis::new();
-        let mut settings = Settings::default();
-        settings.database.url = db.url.clone();
-        settings.redis.namespace = redis.namespace.clone();
+        let (db, redis, mut settings) = crate::settings::fresh().await?;
         settings.database.pool_max_size = Count::new(clients)?;
         settings.redis.pool_max_size = Count::new(clients)?;
         settings.auth.tokens = test_tokens();
         // Every load client comes from one address: the per-address limit would measure itself.
         settings.api.rate_limit_per_s = 0;
-        migrate(&settings.database).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let app = router(

@@ -179,12 +179,12 @@ async fn drain_and_pass(
 }
 
 async fn one_member_board(settings: &Settings) -> anyhow::Result<f64> {
-    let cache = Store::connect(&settings.redis)?;
-    let mut conn = cache.connection().await?;
+    let store = Store::connect(&settings.redis)?;
+    let mut conn = store.connection().await?;
     let mut total = 0_u64;
     for i in 0..100 {
         let board = BoardId::parse(&format!("cold-{i:05}"))?;
-        for key in [cache.keys().scores(&board), cache.keys().versions(&board)] {
+        for key in [store.keys().scores(&board), store.keys().versions(&board)] {
             let bytes: u64 = redis::cmd("MEMORY")
                 .arg("USAGE")
                 .arg(key)

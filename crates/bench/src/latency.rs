@@ -102,8 +102,8 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
     let replicas: Vec<_> = (0..REPLICAS)
         .map(|_| start_replica(&stack.settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
-    let cache = Store::connect(&stack.settings.redis)?;
-    let versions_key = cache
+    let store = Store::connect(&stack.settings.redis)?;
+    let versions_key = store
         .keys()
         .versions(&BoardId::parse(crate::commands::BOARD)?);
 
@@ -112,7 +112,7 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
     let started = Instant::now() + WARMUP;
     let stop_watching = CancellationToken::new();
     let watcher = tokio::spawn(watch(
-        cache.clone(),
+        store.clone(),
         versions_key,
         waiting.clone(),
         started,
@@ -235,13 +235,13 @@ async fn offer(
 /// Reads the sampled users' versions every millisecond; returns (seconds since `started`,
 /// lag in ms) for every sample seen.
 async fn watch(
-    cache: Store,
+    store: Store,
     key: String,
     waiting: Waiting,
     started: Instant,
     stop: CancellationToken,
 ) -> anyhow::Result<Vec<(f64, f64)>> {
-    let mut conn = cache.connection().await?;
+    let mut conn = store.connection().await?;
     let mut seen = Vec::new();
     while !stop.is_cancelled() {
         let batch: Vec<_> = lock(&waiting).clone();

@@ -5,12 +5,11 @@
 
 use std::time::Duration;
 
-use crate::settings::Settings;
-use ledgerboard_core::db::{Database, migrate, outbox};
+use ledgerboard_core::db::{Database, outbox};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
-use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
+use ledgerboard_testkit::seed_outbox;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -41,15 +40,10 @@ pub struct MemoryFigures {
 
 pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
     let large = if quick { 10_000 } else { 100_000 };
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
-    settings.redis.namespace = redis.namespace.clone();
-    migrate(&settings.database).await?;
+    let (db, _redis, settings) = crate::settings::fresh().await?;
     let client = db.client().await;
     let database = Database::connect(&settings.database, "bench-memory")?;
-    let cache = Store::connect(&settings.redis)?;
+    let store = Store::connect(&settings.redis)?;
     let mut boards = Vec::new();
     for (board, users) in [("memory-small", 100), ("memory-large", large)] {
         eprintln!("Redis memory of a {users}-user board");
@@ -63,13 +57,13 @@ pub async fn run(quick: bool) -> anyhow::Result<MemoryFigures> {
             .collect();
         anyhow::ensure!(entries.len() == users as usize, "not every row was claimed");
         for chunk in entries.chunks(500) {
-            apply_batch(&cache, chunk, Duration::from_secs(86_400))
+            apply_batch(&store, chunk, Duration::from_secs(86_400))
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
         }
         let id = BoardId::parse(board)?;
-        let keys = cache.keys();
-        let mut conn = cache.connection().await?;
+        let keys = store.keys();
+        let mut conn = store.connection().await?;
         let usage = |key: String| {
             let mut cmd = redis::cmd("MEMORY");
             cmd.arg("USAGE").arg(key).arg("SAMPLES").arg(0);

@@ -88,19 +88,19 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     for clients in [1, 4] {
         let redis = TestRedis::new();
         settings.redis.namespace = redis.namespace.clone();
-        let cache = Store::connect(&settings.redis)?;
+        let store = Store::connect(&settings.redis)?;
         let chunks: Vec<_> = entries.chunks(BATCH).map(<[_]>::to_vec).collect();
         let queue = Arc::new(Mutex::new(chunks));
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..clients {
-            let (queue, cache) = (queue.clone(), cache.clone());
+            let (queue, store) = (queue.clone(), store.clone());
             tasks.push(tokio::spawn(async move {
                 loop {
                     let Some(chunk) = queue.lock().await.pop() else {
                         return Ok(());
                     };
-                    apply_batch(&cache, &chunk, Duration::from_secs(3600)).await?;
+                    apply_batch(&store, &chunk, Duration::from_secs(3600)).await?;
                 }
             }));
         }
@@ -194,8 +194,8 @@ pub fn start_replica(
     cancel: &CancellationToken,
 ) -> anyhow::Result<(Arc<Counters>, tokio::task::JoinHandle<()>)> {
     let db = Database::connect(&settings.database, "bench-projector")?;
-    let cache = Store::connect(&settings.redis)?;
-    let projector = Projector::new(settings.clone(), db, cache);
+    let store = Store::connect(&settings.redis)?;
+    let projector = Projector::new(settings.clone(), db, store);
     let counters = projector.counters();
     Ok((counters, tokio::spawn(projector.run(cancel.clone()))))
 }

@@ -36,13 +36,13 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             &[&users],
         )
         .await?;
-    let cache = Store::connect(&stack.settings.redis)?;
-    let key = cache.keys().scores(&BoardId::parse("top")?);
+    let store = Store::connect(&stack.settings.redis)?;
+    let key = store.keys().scores(&BoardId::parse("top")?);
     {
         let rows = client
             .query("SELECT user_id, score FROM user_scores", &[])
             .await?;
-        let mut conn = cache.connection().await?;
+        let mut conn = store.connection().await?;
         for chunk in rows.chunks(1_000) {
             let mut zadd = redis::cmd("ZADD");
             zadd.arg(&key);

@@ -7,10 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::settings::Settings;
 use anyhow::Context;
-use ledgerboard_core::db::migrate;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
-use ledgerboard_testkit::{TestDb, TestRedis};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -36,12 +34,7 @@ pub struct ReconcilerFigures {
 pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
     let users: i64 = if quick { 20_000 } else { 1_000_000 };
     let small = users / 10;
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
-    settings.redis.namespace = redis.namespace.clone();
-    migrate(&settings.database).await?;
+    let (db, redis, settings) = crate::settings::fresh().await?;
     let client = db.client().await;
     for (board, n) in [("big", users), ("small", small)] {
         client
@@ -195,10 +188,10 @@ async fn limit(
         )
         .await?;
     anyhow::ensure!(rows.len() as i64 == users);
-    let cache = Store::connect(&settings.redis)?;
+    let store = Store::connect(&settings.redis)?;
     let board = BoardId::parse("big")?;
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
-    let mut conn = cache.connection().await?;
+    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
+    let mut conn = store.connection().await?;
     for chunk in rows.chunks(1_000) {
         let mut pipe = redis::pipe();
         for row in chunk {

@@ -3,7 +3,9 @@
 
 use ledgerboard_api::settings::{ApiSettings, AuthSettings};
 use ledgerboard_core::config::{self, ConfigError, DaemonSection, Holds};
+use ledgerboard_core::db::migrate;
 use ledgerboard_projector::settings::ProjectorSettings;
+use ledgerboard_testkit::{TestDb, TestRedis};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -15,6 +17,19 @@ pub struct Stack {
 }
 
 pub type Settings = config::Settings<Stack>;
+
+/// A database (migrated) and a Redis namespace of the run's own, and the default settings
+/// pointed at both: the benchmarks measure the defaults, so unlike the tests' `TestEnv` nothing
+/// else is changed. Keep the database and the namespace as long as the run uses them.
+pub async fn fresh() -> anyhow::Result<(TestDb, TestRedis, Settings)> {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    let mut settings = Settings::default();
+    settings.database.url = db.url.clone();
+    settings.redis.namespace = redis.namespace.clone();
+    migrate(&settings.database).await?;
+    Ok((db, redis, settings))
+}
 
 impl DaemonSection for Stack {
     fn validate(settings: &Settings) -> Result<(), ConfigError> {

@@ -321,8 +321,8 @@ async fn chaos(
     let lost = BOARDS[rng.below(BOARDS.len() as u64) as usize];
     {
         let id = BoardId::parse(lost)?;
-        let keys = stack.cache.keys();
-        let mut conn = stack.cache.connection().await?;
+        let keys = stack.store.keys();
+        let mut conn = stack.store.connection().await?;
         let _: i64 = redis::cmd("UNLINK")
             .arg(keys.scores(&id))
             .arg(keys.versions(&id))
@@ -585,8 +585,8 @@ async fn inject(
         }
         Fault::CorruptScore | Fault::CorruptVersion | Fault::DeleteMember => {
             let board = BoardId::parse(BOARDS[rng.below(BOARDS.len() as u64) as usize])?;
-            let keys = stack.cache.keys();
-            let mut conn = stack.cache.connection().await?;
+            let keys = stack.store.keys();
+            let mut conn = stack.store.connection().await?;
             let member: Option<String> = redis::cmd("ZRANDMEMBER")
                 .arg(keys.scores(&board))
                 .query_async(&mut conn)

@@ -243,9 +243,9 @@ async fn stages(stack: &Stack) -> anyhow::Result<Vec<Stage>> {
     });
 
     // 5. A hand edit in Redis, classified by a dry-run pass.
-    let mut conn = stack.cache.connection().await?;
+    let mut conn = stack.store.connection().await?;
     let _: i64 = redis::cmd("ZADD")
-        .arg(stack.cache.keys().scores(&run.board))
+        .arg(stack.store.keys().scores(&run.board))
         .arg(999)
         .arg("user-a")
         .query_async(&mut conn)

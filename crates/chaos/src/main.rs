@@ -61,10 +61,8 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    daemon::exit("lbchaos", run(args).await.map_err(|e| format!("{e:#}")))
+fn main() -> ExitCode {
+    daemon::main("lbchaos", run)
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {

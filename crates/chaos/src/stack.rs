@@ -33,7 +33,7 @@ pub struct Stack {
     pub bearer: String,
     admin: tokio_postgres::Config,
     pub db: Database,
-    pub cache: Store,
+    pub store: Store,
     /// The address the api bound, once [`Stack::start_api`] has read it from its log.
     api_addr: std::sync::Mutex<Option<SocketAddr>>,
     env: Vec<(String, String)>,
@@ -80,7 +80,7 @@ impl Stack {
         }
         let db = Database::connect(&database, "lbchaos")?;
         let namespace = format!("{purpose}-{suffix}");
-        let cache = Store::connect(&RedisSettings {
+        let store = Store::connect(&RedisSettings {
             url: redis_url.to_owned(),
             namespace: namespace.clone(),
             ..settings.redis.clone()
@@ -121,7 +121,7 @@ impl Stack {
             bearer: format!("Bearer {token}"),
             admin,
             db,
-            cache,
+            store,
             api_addr: std::sync::Mutex::new(None),
             env,
         })
@@ -237,15 +237,15 @@ impl Stack {
     /// switch or projector write falls between them (`projection::inspect::board_members`,
     /// the tests' read too): the seal says whether these very keys are whole.
     pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
-        let (seal, stored) = inspect::board_members(&self.cache, board).await?;
+        let (seal, stored) = inspect::board_members(&self.store, board).await?;
         Ok((seal, members(stored)))
     }
 
     /// Drops the database and deletes the namespace's keys. Call it after stopping the
     /// daemons.
     pub async fn cleanup(self) -> anyhow::Result<()> {
-        let pattern = format!("{}:*", self.cache.keys().namespace());
-        let deleted = self.cache.unlink_matching(&pattern).await;
+        let pattern = self.store.keys().all_keys_pattern();
+        let deleted = self.store.unlink_matching(&pattern).await;
         self.db.close();
         let (client, conn) = self.admin.connect(NoTls).await?;
         tokio::spawn(conn);

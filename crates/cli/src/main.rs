@@ -96,10 +96,8 @@ enum ParkedCommand {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    daemon::exit("lbctl", run(args).await.map_err(|e| format!("{e:#}")))
+fn main() -> ExitCode {
+    daemon::main("lbctl", run)
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -198,10 +196,10 @@ async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> any
     let board = BoardId::parse(board).context("--board")?;
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;
-    let cache = Store::connect(&settings.redis).context("redis.url")?;
+    let store = Store::connect(&settings.redis).context("redis.url")?;
     let report = ledgerboard_reconciler::rebuild::rebuild(
         &db,
-        &cache,
+        &store,
         settings,
         &board,
         std::time::Duration::from_secs(wait_secs),

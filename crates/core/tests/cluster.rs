@@ -38,23 +38,23 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
         ..RedisSettings::default()
     };
     settings_are_valid(&settings);
-    let cache = Store::connect(&settings).expect("cluster client");
+    let store = Store::connect(&settings).expect("cluster client");
     let ttl = Duration::from_secs(60);
 
     // One batch over 40 boards: 40 slots on 3 masters, split and sent per slot.
     let batch = entries(1);
     let slots: std::collections::BTreeSet<u16> = batch
         .iter()
-        .map(|e| cluster_slot(&cache.keys().scores(&e.board)))
+        .map(|e| cluster_slot(&store.keys().scores(&e.board)))
         .collect();
     assert!(slots.len() > 30, "{slots:?}");
-    let outcomes = apply_batch(&cache, &batch, ttl).await.expect("batch");
+    let outcomes = apply_batch(&store, &batch, ttl).await.expect("batch");
     assert!(
         outcomes.iter().all(|o| *o == RowOutcome::Applied),
         "{outcomes:?}"
     );
     // The same batch again: every row a duplicate, in order.
-    let again = apply_batch(&cache, &batch, ttl).await.expect("batch again");
+    let again = apply_batch(&store, &batch, ttl).await.expect("batch again");
     assert!(
         again.iter().all(|o| *o == RowOutcome::Duplicate),
         "{again:?}"
@@ -64,15 +64,15 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     // and the read must still answer.
     let board = BoardId::parse("b7").expect("board");
     let user = UserId::parse("u2").expect("user");
-    let before = read::member(&cache, &board, &user)
+    let before = read::member(&store, &board, &user)
         .await
         .expect("member read")
         .value
         .expect("the member");
     cluster
-        .migrate_slot(cluster_slot(&cache.keys().scores(&board)))
+        .migrate_slot(cluster_slot(&store.keys().scores(&board)))
         .expect("slot migration");
-    let after = read::member(&cache, &board, &user)
+    let after = read::member(&store, &board, &user)
         .await
         .expect("member read after the slot moved")
         .value
@@ -85,7 +85,7 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     // with the demoted master's connection): the rows it applied then answer Duplicate, which
     // the projector publishes like Applied.
     cluster.failover().expect("failover");
-    let newer = apply_batch(&cache, &entries(2), ttl)
+    let newer = apply_batch(&store, &entries(2), ttl)
         .await
         .expect("after failover");
     assert!(
@@ -94,25 +94,25 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
             .all(|o| matches!(o, RowOutcome::Applied | RowOutcome::Duplicate)),
         "{newer:?}"
     );
-    let older = apply_batch(&cache, &entries(1), ttl)
+    let older = apply_batch(&store, &entries(1), ttl)
         .await
         .expect("stale batch");
     assert!(older.iter().all(|o| *o == RowOutcome::Stale), "{older:?}");
     for b in 0..BOARDS {
         let board = BoardId::parse(&format!("b{b}")).expect("board");
-        let top = read::top(&cache, &board, 0, 10).await.expect("top");
+        let top = read::top(&store, &board, 0, 10).await.expect("top");
         let scores: Vec<(i64, u64)> = top.value.iter().map(|e| (e.score, e.rank)).collect();
         assert_eq!(scores, vec![(202, 1), (201, 2), (200, 3)], "board b{b}");
     }
 
     // Per-node commands: every master answers, and SCAN on each finds every board's keys.
-    let masters = cache
+    let masters = store
         .on_each_primary(redis::cmd("PING"))
         .await
         .expect("PING each master");
     assert_eq!(masters.len(), 3, "{masters:?}");
-    let keys = cache
-        .scan_keys(&format!("{}:lb:*:z", cache.keys().namespace()))
+    let keys = store
+        .scan_keys(&format!("{}:lb:*:z", store.keys().namespace()))
         .await
         .expect("scan");
     assert_eq!(keys.len(), BOARDS, "{keys:?}");

@@ -6,7 +6,11 @@ pub mod metrics;
 pub mod redis_guard;
 pub mod settings;
 pub mod wakeup;
+// Public only for the tests that drive single batches (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 pub mod worker;
+#[cfg(not(feature = "test-hooks"))]
+mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +35,7 @@ pub enum ProjectorError {
 pub struct Projector {
     settings: Arc<Settings>,
     db: Database,
-    cache: Store,
+    store: Store,
     counters: Arc<Counters>,
     instance: String,
 }
@@ -41,14 +45,14 @@ impl Projector {
     pub fn new<D: Holds<Sections>>(
         settings: config::Settings<D>,
         db: Database,
-        cache: Store,
+        store: Store,
     ) -> Self {
         // The pod's name (HOSTNAME): leases then say which pod holds a row.
         let instance = ledgerboard_core::ids::instance_id("projector");
         Self {
             settings: Arc::new(settings.narrow()),
             db,
-            cache,
+            store,
             counters: Counters::register(),
             instance,
         }
@@ -59,11 +63,16 @@ impl Projector {
         self.counters.clone()
     }
 
-    /// A worker of this projector (tests drive single batches with it).
+    /// A worker of this projector: tests drive single batches with it ([`Worker::batch`]).
+    #[cfg(feature = "test-hooks")]
     pub fn worker(&self, index: usize) -> Worker {
+        self.new_worker(index)
+    }
+
+    fn new_worker(&self, index: usize) -> Worker {
         Worker {
             db: self.db.clone(),
-            cache: self.cache.clone(),
+            store: self.store.clone(),
             settings: self.settings.clone(),
             counters: self.counters.clone(),
             owner: format!("{}-{index}", self.instance),
@@ -75,7 +84,7 @@ impl Projector {
     /// is only reported: the workers wait for it.
     pub async fn check_redis(&self) -> Result<(), ProjectorError> {
         let p = &self.settings.projector;
-        match redis_guard::inspect(&self.cache).await {
+        match redis_guard::inspect(&self.store).await {
             Ok(memory) => {
                 let problems = redis_guard::problems_of_all(&memory, p.redis_memory_warn_ratio);
                 if !problems.is_empty() && p.unsafe_redis == UnsafeRedisAction::Refuse {
@@ -100,7 +109,7 @@ impl Projector {
         let (wake, listener) = wakeup::spawn(&self.settings.database, cancel.clone());
         let mut tasks = JoinSet::new();
         for index in 0..p.workers.get() {
-            tasks.spawn(self.worker(index).run(cancel.clone(), wake.clone()));
+            tasks.spawn(self.new_worker(index).run(cancel.clone(), wake.clone()));
         }
         tasks.spawn(retention_loop(
             self.db.clone(),
@@ -108,7 +117,7 @@ impl Projector {
             cancel.clone(),
         ));
         tasks.spawn(redis_check_loop(
-            self.cache.clone(),
+            self.store.clone(),
             self.settings.clone(),
             cancel.clone(),
         ));
@@ -157,14 +166,14 @@ async fn retention_loop(db: Database, settings: Arc<Settings>, cancel: Cancellat
     }
 }
 
-async fn redis_check_loop(cache: Store, settings: Arc<Settings>, cancel: CancellationToken) {
+async fn redis_check_loop(store: Store, settings: Arc<Settings>, cancel: CancellationToken) {
     let p = &settings.projector;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(p.redis_check_interval()) => {}
         }
-        match redis_guard::inspect(&cache).await {
+        match redis_guard::inspect(&store).await {
             Ok(memory) => {
                 for problem in redis_guard::problems_of_all(&memory, p.redis_memory_warn_ratio) {
                     tracing::warn!(

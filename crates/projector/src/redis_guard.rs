@@ -17,11 +17,11 @@ pub struct RedisMemory {
     pub used_memory: u64,
 }
 
-pub async fn inspect(cache: &Store) -> Result<Vec<RedisMemory>, ReadModelError> {
+pub async fn inspect(store: &Store) -> Result<Vec<RedisMemory>, ReadModelError> {
     let on_each = |args: &[&str]| {
         let mut cmd = redis::cmd(args[0]);
         cmd.arg(&args[1..]);
-        cache.on_each_primary(cmd)
+        store.on_each_primary(cmd)
     };
     let policies = on_each(&["CONFIG", "GET", "maxmemory-policy"]).await?;
     let limits = on_each(&["CONFIG", "GET", "maxmemory"]).await?;

@@ -55,7 +55,7 @@ impl From<tokio_postgres::Error> for BatchError {
 #[derive(Clone)]
 pub struct Worker {
     pub db: Database,
-    pub cache: Store,
+    pub store: Store,
     pub settings: Arc<Settings>,
     pub counters: Arc<Counters>,
     /// Leased mode: the name written into `lease_owner`.
@@ -120,7 +120,7 @@ impl Worker {
         let grace = self.settings.shutdown.grace().min(deadline);
         let started = Instant::now();
         let (result, connection_unusable) = {
-            let batch = self.batch(&mut client);
+            let batch = self.unbounded_batch(&mut client);
             tokio::pin!(batch);
             tokio::select! {
                 r = tokio::time::timeout(deadline, &mut batch) => match r {
@@ -146,8 +146,14 @@ impl Worker {
         result
     }
 
-    /// One batch, unbounded (the caller bounds it). Public for tests.
+    /// One batch, unbounded and not counted, as a test drives it.
+    #[cfg(feature = "test-hooks")]
     pub async fn batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
+        self.unbounded_batch(client).await
+    }
+
+    /// One batch, unbounded (the caller bounds it).
+    async fn unbounded_batch(&self, client: &mut Object) -> Result<Tally, BatchError> {
         match self.settings.projector.mode {
             ClaimMode::Transactional => self.transactional_batch(client).await,
             ClaimMode::Leased => self.leased_batch(client).await,
@@ -219,7 +225,7 @@ impl Worker {
 
     async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Vec<RowOutcome>, Outage> {
         projection::apply_batch(
-            &self.cache,
+            &self.store,
             entries,
             self.settings.projector.event_marker_ttl(),
         )

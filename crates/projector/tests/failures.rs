@@ -27,7 +27,7 @@ fn start_replica(
     std::sync::Arc<ledgerboard_projector::metrics::Counters>,
     tokio::task::JoinHandle<()>,
 ) {
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let stats = projector.counters();
     let handle = tokio::spawn(projector.run(cancel.clone()));
     (stats, handle)
@@ -47,11 +47,11 @@ async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
     })
     .await;
     env.seed("b", 5, 5).await;
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: () = redis::cmd("HSET")
-        .arg(cache.keys().versions(&board))
+        .arg(store.keys().versions(&board))
         .arg("u000001")
         .arg("not-a-number")
         .query_async(&mut conn)
@@ -111,7 +111,7 @@ async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
     assert_eq!(env.outbox_counts().await, (0, 1, 4));
     // Nothing was written for the corrupt member, and the others are projected.
     let scores: BTreeMap<String, f64> = redis::cmd("ZRANGE")
-        .arg(cache.keys().scores(&board))
+        .arg(store.keys().scores(&board))
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
@@ -119,7 +119,7 @@ async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
         .await
         .expect("ZRANGE");
     let stored: String = redis::cmd("HGET")
-        .arg(cache.keys().versions(&board))
+        .arg(store.keys().versions(&board))
         .arg("u000001")
         .query_async(&mut conn)
         .await
@@ -143,11 +143,11 @@ async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
 #[tokio::test]
 async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
     let env = TestEnv::new(|_| {}).await;
-    let cache = env.cache();
-    let keys = cache.keys();
+    let store = env.store();
+    let keys = store.keys();
     let board = BoardId::parse("b").expect("board");
     let event = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     for (score, version) in [("ten", "1"), ("10", "one"), ("10", "")] {
         let reply: redis::RedisResult<String> = PROJECT
             .key(keys.event_marker(&board, &event))

@@ -35,7 +35,7 @@ fn start_replica(
     std::sync::Arc<ledgerboard_projector::metrics::Counters>,
     tokio::task::JoinHandle<()>,
 ) {
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let stats = projector.counters();
     let handle = tokio::spawn(projector.run(cancel.clone()));
     (stats, handle)
@@ -44,19 +44,19 @@ fn start_replica(
 #[tokio::test]
 async fn repeated_and_reordered_deliveries_change_nothing() {
     let env = Env::new(|_| {}).await;
-    let cache = env.cache();
+    let store = env.store();
     let v1 = entry(1, "b", "alice", 10, 1);
     let v2 = entry(2, "b", "alice", 25, 2);
 
     assert_eq!(
-        apply_batch(&cache, std::slice::from_ref(&v2), TTL)
+        apply_batch(&store, std::slice::from_ref(&v2), TTL)
             .await
             .expect("apply"),
         vec![RowOutcome::Applied]
     );
     // The same event again: its marker says duplicate.
     assert_eq!(
-        apply_batch(&cache, std::slice::from_ref(&v2), TTL)
+        apply_batch(&store, std::slice::from_ref(&v2), TTL)
             .await
             .expect("apply"),
         vec![RowOutcome::Duplicate]
@@ -65,7 +65,7 @@ async fn repeated_and_reordered_deliveries_change_nothing() {
     let mut v2_again = v2.clone();
     v2_again.event_id = EventId::from(uuid::Uuid::new_v4());
     assert_eq!(
-        apply_batch(&cache, &[v1.clone(), v2_again], TTL)
+        apply_batch(&store, &[v1.clone(), v2_again], TTL)
             .await
             .expect("apply"),
         vec![RowOutcome::Stale, RowOutcome::Stale]
@@ -78,17 +78,17 @@ async fn repeated_and_reordered_deliveries_change_nothing() {
 #[tokio::test]
 async fn a_wrong_typed_key_fails_the_row_without_writing() {
     let env = Env::new(|_| {}).await;
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: () = redis::cmd("SET")
-        .arg(cache.keys().versions(&board))
+        .arg(store.keys().versions(&board))
         .arg("oops")
         .query_async(&mut conn)
         .await
         .expect("plant");
     let outcomes = apply_batch(
-        &cache,
+        &store,
         &[entry(1, "b", "alice", 10, 1), entry(2, "c", "bob", 5, 1)],
         TTL,
     )
@@ -113,9 +113,9 @@ async fn a_wrong_typed_key_fails_the_row_without_writing() {
 async fn scores_at_the_exact_range_bounds_project_exactly() {
     let env = Env::new(|_| {}).await;
     let max = (1_i64 << 53) - 1;
-    let cache = env.cache();
+    let store = env.store();
     apply_batch(
-        &cache,
+        &store,
         &[
             entry(1, "b", "top", max, 1),
             entry(2, "b", "bottom", -max, 1),
@@ -136,7 +136,7 @@ async fn a_crash_between_redis_and_commit_is_redelivered_to_the_same_state() {
     let env = Env::new(|_| {}).await;
     env.seed("b", 50, 200).await;
     let db = env.database();
-    let cache = env.cache();
+    let store = env.store();
     {
         // The "crash": claim and apply, then drop the transaction without committing.
         let mut client = db.client().await.expect("client");
@@ -149,7 +149,7 @@ async fn a_crash_between_redis_and_commit_is_redelivered_to_the_same_state() {
             .into_iter()
             .map(|c| c.entry.expect("valid"))
             .collect();
-        let outcomes = apply_batch(&cache, &entries, TTL).await.expect("apply");
+        let outcomes = apply_batch(&store, &entries, TTL).await.expect("apply");
         assert!(outcomes.iter().all(|o| *o == RowOutcome::Applied));
         drop(tx);
     }
@@ -159,7 +159,7 @@ async fn a_crash_between_redis_and_commit_is_redelivered_to_the_same_state() {
         "nothing was published"
     );
 
-    let projector = Projector::new(env.settings.clone(), db.clone(), cache);
+    let projector = Projector::new(env.settings.clone(), db.clone(), store);
     let worker = projector.worker(0);
     let mut client = db.client().await.expect("client");
     let tally = worker.batch(&mut client).await.expect("redelivery");
@@ -213,11 +213,11 @@ async fn a_poison_row_is_parked_while_the_rest_drain_and_requeue_recovers_it() {
     .await;
     env.seed("good", 100, 1_000).await;
     env.seed("poison", 3, 3).await;
-    let cache = env.cache();
+    let store = env.store();
     let poison = BoardId::parse("poison").expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: () = redis::cmd("SET")
-        .arg(cache.keys().scores(&poison))
+        .arg(store.keys().scores(&poison))
         .arg("not a zset")
         .query_async(&mut conn)
         .await
@@ -246,7 +246,7 @@ async fn a_poison_row_is_parked_while_the_rest_drain_and_requeue_recovers_it() {
 
     // The operator fixes Redis and requeues: the rows drain.
     let _: () = redis::cmd("DEL")
-        .arg(cache.keys().scores(&poison))
+        .arg(store.keys().scores(&poison))
         .query_async(&mut conn)
         .await
         .expect("fix");
@@ -511,7 +511,7 @@ async fn an_evicting_redis_is_reported_or_refused() {
         .command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
         .expect("policy");
     let warn = Env::with_redis_url(Some(server.url()), |_| {}).await;
-    let projector = Projector::new(warn.settings.clone(), warn.database(), warn.cache());
+    let projector = Projector::new(warn.settings.clone(), warn.database(), warn.store());
     projector
         .check_redis()
         .await
@@ -521,7 +521,7 @@ async fn an_evicting_redis_is_reported_or_refused() {
         s.projector.unsafe_redis = UnsafeRedisAction::Refuse;
     })
     .await;
-    let projector = Projector::new(refuse.settings.clone(), refuse.database(), refuse.cache());
+    let projector = Projector::new(refuse.settings.clone(), refuse.database(), refuse.store());
     let err = projector.check_redis().await.expect_err("refuse mode");
     assert!(err.to_string().contains("allkeys-lru"), "{err}");
 

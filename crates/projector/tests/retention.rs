@@ -24,7 +24,7 @@ async fn the_running_projector_deletes_rows_and_events_past_their_retention() {
     .await;
     env.seed("b", 10, 100).await;
     let cancel = CancellationToken::new();
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let running = tokio::spawn(projector.run(cancel.clone()));
     assert!(env.wait_drained(Duration::from_secs(20)).await);
     // 40 rows published two hours ago, their events three days old; the other 60 just now.

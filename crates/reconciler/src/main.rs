@@ -5,11 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use ledgerboard_core::daemon::admin::{self, Health};
-use ledgerboard_core::daemon::outbox_gauges;
+use ledgerboard_core::daemon::{self, Daemon};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection::Store;
-use ledgerboard_core::{daemon, shutdown};
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
 use ledgerboard_reconciler::settings::Sections;
@@ -38,10 +35,8 @@ struct Args {
     repair_ahead: bool,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    daemon::exit(NAME, run(args).await.map_err(|e| format!("{e:#}")))
+fn main() -> ExitCode {
+    daemon::main(NAME, run)
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -53,46 +48,37 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .map(BoardId::parse)
         .transpose()
         .context("--board")?;
-    let cancel = shutdown::on_signal();
-    let Some(db) = daemon::open_database(&settings, NAME, &cancel).await? else {
+    let Some(mut daemon) = Daemon::open(NAME, &settings, telemetry).await? else {
         anyhow::ensure!(!args.once, "interrupted before the pass started");
         return Ok(());
     };
-    let store = Store::connect(&settings.redis).context("redis.url")?;
     let mut options = PassOptions::from_settings(&settings.reconciler);
     options.dry_run = args.dry_run;
     options.board = board;
     options.repair_ahead |= args.repair_ahead;
     let interval = settings.reconciler.interval();
-    let sample_interval = settings.telemetry.outbox_sample_interval();
-    let reconciler = Reconciler::new(settings, db.clone(), store.clone());
+    let reconciler = Reconciler::new(settings, daemon.db.clone(), daemon.store.clone());
     if args.once {
         let report = tokio::select! {
             report = reconciler.run_once(&options) => report?,
-            _ = cancel.cancelled() => anyhow::bail!("interrupted before the pass completed"),
+            _ = daemon.cancel.cancelled() => anyhow::bail!("interrupted before the pass completed"),
         };
         report.log();
         println!("{}", serde_json::to_string_pretty(&report)?);
-        db.close();
-        telemetry.shutdown().await;
+        daemon.close().await;
         return match report.aborted {
             None => Ok(()),
             Some(reason) => Err(anyhow::anyhow!("the pass did not complete: {reason}")),
         };
     }
     ledgerboard_reconciler::metrics::init_series();
-    let health =
-        Health::new(telemetry.registry(), db.clone(), store).with_lock(reconciler.lock_held());
-    let (_, admin) = admin::serve(admin_addr, health, cancel.clone())
-        .await
-        .with_context(|| format!("cannot listen on {admin_addr} (reconciler.admin_listen)"))?;
-    let sampler = outbox_gauges::spawn(db.clone(), sample_interval, cancel.clone());
+    let health = daemon.health().with_lock(reconciler.lock_held());
+    daemon
+        .serve_admin(admin_addr, "reconciler.admin_listen", health)
+        .await?;
+    daemon.spawn_outbox_gauges();
     tracing::info!(?interval, "{NAME} started");
-    reconciler.run(cancel).await;
-    sampler.abort();
-    admin.abort();
-    db.close();
-    telemetry.shutdown().await;
-    tracing::info!("{NAME} stopped");
+    reconciler.run(daemon.cancel.clone()).await;
+    daemon.stop().await;
     Ok(())
 }

@@ -34,17 +34,17 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
     }
 
     // A member lost from board b: one pass under the lock repairs it.
-    let cache = env.cache();
+    let store = env.store();
     let b = BoardId::parse("b").expect("board");
-    let mut conn = cache.connection().await.expect("connection");
+    let mut conn = store.connection().await.expect("connection");
     let _: i64 = redis::cmd("ZREM")
-        .arg(cache.keys().scores(&b))
+        .arg(store.keys().scores(&b))
         .arg("u000007")
         .query_async(&mut conn)
         .await
         .expect("ZREM");
     drop(conn);
-    let reconciler = Reconciler::new(env.settings.clone(), env.database(), env.cache());
+    let reconciler = Reconciler::new(env.settings.clone(), env.database(), env.store());
     let options = PassOptions::from_settings(&env.settings.reconciler);
     let report = reconciler.run_once(&options).await.expect("pass");
     assert!(report.completed, "{:?}", report.aborted);
@@ -55,7 +55,7 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
     // An online rebuild: build, switch (one script over the board's keys), catch-up pass.
     let rebuilt = rebuild::rebuild(
         &env.database(),
-        &env.cache(),
+        &env.store(),
         &env.settings,
         &b,
         Duration::from_secs(10),
@@ -68,7 +68,7 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
 
     // The board's slot moves; the next pass reads and judges it on its new master.
     cluster
-        .migrate_slot(cluster_slot(&cache.keys().scores(&b)))
+        .migrate_slot(cluster_slot(&store.keys().scores(&b)))
         .expect("slot migration");
     let after = reconciler
         .run_once(&options)

@@ -29,21 +29,21 @@ const REPLICAS: usize = 2;
 
 /// The same boards read back from Redis, 500 boards per pipeline.
 async fn projection(
-    cache: &Store,
+    store: &Store,
     boards: &[String],
 ) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let mut out = BTreeMap::new();
     for chunk in boards.chunks(500) {
         let mut pipe = redis::pipe();
         for board in chunk {
             let id = BoardId::parse(board).expect("board");
             pipe.cmd("ZRANGE")
-                .arg(cache.keys().scores(&id))
+                .arg(store.keys().scores(&id))
                 .arg(0)
                 .arg(-1)
                 .arg("WITHSCORES");
-            pipe.cmd("HGETALL").arg(cache.keys().versions(&id));
+            pipe.cmd("HGETALL").arg(store.keys().versions(&id));
         }
         let replies: Vec<redis::Value> = pipe.query_async(&mut conn).await.expect("read back");
         for (board, pair) in chunk.iter().zip(replies.chunks(2)) {
@@ -117,7 +117,7 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     let cancel = CancellationToken::new();
     let replicas: Vec<_> = (0..REPLICAS)
         .map(|_| {
-            let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+            let projector = Projector::new(env.settings.clone(), env.database(), env.store());
             tokio::spawn(projector.run(cancel.clone()))
         })
         .collect();
@@ -136,8 +136,8 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     let expected = source_boards(&env.db.client().await).await;
     assert_eq!(expected.len(), COLD + HOT as usize);
     let names: Vec<String> = expected.keys().cloned().collect();
-    let cache = env.cache();
-    let projected = projection(&cache, &names).await;
+    let store = env.store();
+    let projected = projection(&store, &names).await;
     let unequal: Vec<&String> = names
         .iter()
         .filter(|b| expected.get(*b) != projected.get(*b))
@@ -160,18 +160,18 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     eprintln!("cold rows overtaken by at most {overtaken} ids ({concurrent_rows} rows in flight)");
 
     // Drift on two cold boards, in the first and the third slice of the walk.
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let (early, late) = (
         BoardId::parse("cold-00042").expect("board"),
         BoardId::parse("cold-09000").expect("board"),
     );
     let _: () = redis::pipe()
         .cmd("ZREM")
-        .arg(cache.keys().scores(&early))
+        .arg(store.keys().scores(&early))
         .arg("u1")
         .ignore()
         .cmd("ZADD")
-        .arg(cache.keys().scores(&late))
+        .arg(store.keys().scores(&late))
         .arg(5)
         .arg("u1")
         .ignore()
@@ -181,7 +181,7 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     drop(conn);
 
     // Passes of at most 4,000 boards continue one another: 3 of them cover every board.
-    let reconciler = Reconciler::new(env.settings.clone(), env.database(), env.cache());
+    let reconciler = Reconciler::new(env.settings.clone(), env.database(), env.store());
     let options = PassOptions::from_settings(&env.settings.reconciler);
     let mut covered = BTreeSet::new();
     let mut resumed = Vec::new();
@@ -239,7 +239,7 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
         full.boards.len(),
         full.duration_ms
     );
-    assert_eq!(projection(&cache, &names).await, expected);
+    assert_eq!(projection(&store, &names).await, expected);
 
     let stats = redis_commands(&server).await;
     for scan in ["cmdstat_scan:", "cmdstat_keys:"] {

@@ -47,17 +47,17 @@ fn once(env: &TestEnv, extra: &[&str]) -> serde_json::Value {
 async fn three_hand_edits_are_found_and_repaired_in_one_pass() {
     let env = TestEnv::new(|_| {}).await;
     env.seed("b", 5, 5).await;
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let mut client = env.database().client().await.expect("client");
     projector
         .worker(0)
         .batch(&mut client)
         .await
         .expect("project");
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
-    let mut conn = cache.connection().await.expect("redis");
+    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
+    let mut conn = store.connection().await.expect("redis");
     let _: () = redis::pipe()
         .cmd("ZADD")
         .arg(&z)

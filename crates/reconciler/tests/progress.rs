@@ -43,7 +43,7 @@ async fn passes_under_constant_writes_find_no_drift_and_nothing_ahead() {
     })
     .await;
     let cancel = CancellationToken::new();
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let projector = tokio::spawn(projector.run(cancel.clone()));
 
     let commands = Arc::new(AtomicU64::new(0));
@@ -190,11 +190,11 @@ async fn the_force_repair_never_overwrites_a_version_written_after_the_observati
     let env = projected_env(3, |_| {}).await;
     redis_edit(&env, &["HSET", "{v}", "u000001", "100"]).await;
     redis_edit(&env, &["ZADD", "{z}", "500", "u000001"]).await;
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
+    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
     let source = env.source("b").await["u000001"];
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let force = |observed: &str| {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();

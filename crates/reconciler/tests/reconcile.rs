@@ -126,14 +126,14 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
     let r = reconciler(&env);
     let opts = options(&env);
     let pass = tokio::spawn(async move { r.run_once(&opts).await });
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
     // Checked every 20 ms: 500 of 20,000 repaired leaves most of the pass to run. The pass
     // ending first fails at once; a pass that repairs nothing fails at the deadline.
     wait_until(Duration::from_secs(30), || async {
-        let mut conn = cache.connection().await.expect("redis");
+        let mut conn = store.connection().await.expect("redis");
         let repaired: u64 = redis::cmd("ZCARD")
-            .arg(cache.keys().scores(&board))
+            .arg(store.keys().scores(&board))
             .query_async(&mut conn)
             .await
             .expect("ZCARD");
@@ -145,10 +145,10 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
     })
     .await
     .expect("500 members repaired by the pass");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     // Someone else now owns the lock.
     let _: () = redis::cmd("SET")
-        .arg(cache.keys().reconciler_lock())
+        .arg(store.keys().reconciler_lock())
         .arg("intruder")
         .query_async(&mut conn)
         .await
@@ -164,7 +164,7 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
     );
     assert!(report.totals.repaired < 20_000, "{:?}", report.totals);
     let after: u64 = redis::cmd("ZCARD")
-        .arg(cache.keys().scores(&board))
+        .arg(store.keys().scores(&board))
         .query_async(&mut conn)
         .await
         .expect("ZCARD");
@@ -174,7 +174,7 @@ async fn a_lock_lost_mid_pass_stops_the_repairs() {
         report.totals
     );
     let owner: String = redis::cmd("GET")
-        .arg(cache.keys().reconciler_lock())
+        .arg(store.keys().reconciler_lock())
         .query_async(&mut conn)
         .await
         .expect("GET");
@@ -194,7 +194,7 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     // Wipe part of the projection: the rebuild must restore it.
     redis_edit(&env, &["ZREM", "{z}", "u000001", "u000002"]).await;
     let cancel = CancellationToken::new();
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let projector = tokio::spawn(projector.run(cancel.clone()));
 
     // Commands keep arriving while the board is rebuilt.
@@ -221,7 +221,7 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     let board = BoardId::parse("b").expect("board");
     let report = rebuild::rebuild(
         &env.database(),
-        &env.cache(),
+        &env.store(),
         &env.settings,
         &board,
         Duration::from_secs(10),
@@ -251,11 +251,11 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
 async fn a_board_with_a_wrong_typed_key_is_reported_and_the_pass_goes_on() {
     let env = projected_env(5, |_| {}).await;
     env.seed("a", 3, 3).await; // sorts before "b"
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("a").expect("board");
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: () = redis::cmd("SET")
-        .arg(cache.keys().scores(&board))
+        .arg(store.keys().scores(&board))
         .arg("not a zset")
         .query_async(&mut conn)
         .await

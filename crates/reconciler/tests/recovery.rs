@@ -35,7 +35,7 @@ async fn a_lock_left_by_a_dead_holder_is_taken_once_it_expires() {
     let env = TestEnv::new(|_| {}).await;
     env.seed("b", 20, 20).await;
     drain(&env).await;
-    let lock = env.cache().keys().reconciler_lock();
+    let lock = env.store().keys().reconciler_lock();
     let mut conn = redis_conn(&env).await;
     let _: () = redis::cmd("SET")
         .arg(&lock)
@@ -99,8 +99,8 @@ async fn a_pass_aborted_midway_is_resumed_after_its_last_finished_board() {
     for board in ["a", "b", "c"] {
         env.mark_published(board).await;
     }
-    let cache = env.cache();
-    let scores = |board: &str| cache.keys().scores(&BoardId::parse(board).expect("board"));
+    let store = env.store();
+    let scores = |board: &str| store.keys().scores(&BoardId::parse(board).expect("board"));
     let r = reconciler(&env);
     let opts = options(&env);
     let pass = tokio::spawn(async move { r.run_once(&opts).await });
@@ -114,7 +114,7 @@ async fn a_pass_aborted_midway_is_resumed_after_its_last_finished_board() {
         tokio::task::yield_now().await;
     }
     let _: () = redis::cmd("SET")
-        .arg(cache.keys().reconciler_lock())
+        .arg(store.keys().reconciler_lock())
         .arg("intruder")
         .query_async(&mut conn)
         .await
@@ -131,7 +131,7 @@ async fn a_pass_aborted_midway_is_resumed_after_its_last_finished_board() {
 
     // The intruder goes away; the next pass takes up the walk where the aborted one stopped.
     let _: () = redis::cmd("DEL")
-        .arg(cache.keys().reconciler_lock())
+        .arg(store.keys().reconciler_lock())
         .query_async(&mut conn)
         .await
         .expect("DEL");
@@ -207,7 +207,7 @@ async fn the_reconcilers_scripts_are_reloaded_after_the_script_cache_is_emptied(
     server.command(&["SCRIPT", "FLUSH"]).expect("SCRIPT FLUSH");
     let report = rebuild(
         &env.database(),
-        &env.cache(),
+        &env.store(),
         &env.settings,
         &BoardId::parse("b").expect("board"),
         Duration::from_secs(10),
@@ -233,12 +233,12 @@ async fn a_rebuild_that_died_half_way_is_cleaned_up_by_the_next_one() {
     env.seed("b", 3_000, 3_000).await;
     drain(&env).await;
     let board = BoardId::parse("b").expect("board");
-    let cache = env.cache();
-    let keys = cache.keys().clone();
+    let store = env.store();
+    let keys = store.keys().clone();
     let (db, settings, rebuilding) = (env.database(), env.settings.clone(), board.clone());
     let first = tokio::spawn({
-        let cache = cache.clone();
-        async move { rebuild(&db, &cache, &settings, &rebuilding, Duration::from_secs(10)).await }
+        let store = store.clone();
+        async move { rebuild(&db, &store, &settings, &rebuilding, Duration::from_secs(10)).await }
     });
     let mut conn = redis_conn(&env).await;
     while zcard(&mut conn, &keys.rebuild_scores(&board)).await < 50 {
@@ -275,7 +275,7 @@ async fn a_rebuild_that_died_half_way_is_cleaned_up_by_the_next_one() {
     // The next rebuild waits for the dead one's lock to expire, then starts clean.
     let report = rebuild(
         &env.database(),
-        &cache,
+        &store,
         &env.settings,
         &board,
         Duration::from_secs(10),

@@ -84,20 +84,20 @@ async fn outbox_unpublished(db: &TestDb) -> (i64, i64) {
 }
 
 /// user → (score, version) of every board, read back through the cluster.
-async fn projection(cache: &Store) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
-    let mut conn = cache.connection().await.expect("cluster connection");
+async fn projection(store: &Store) -> BTreeMap<String, BTreeMap<String, (i64, i64)>> {
+    let mut conn = store.connection().await.expect("cluster connection");
     let mut boards = BTreeMap::new();
     for i in 0..BOARDS {
         let id = BoardId::parse(&board(i)).expect("board");
         // One pipeline per board: one slot.
         let (scores, versions): (Vec<(String, f64)>, BTreeMap<String, i64>) = redis::pipe()
             .cmd("ZRANGE")
-            .arg(cache.keys().scores(&id))
+            .arg(store.keys().scores(&id))
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES")
             .cmd("HGETALL")
-            .arg(cache.keys().versions(&id))
+            .arg(store.keys().versions(&id))
             .query_async(&mut conn)
             .await
             .expect("read a board");
@@ -281,10 +281,10 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
             projectors[0].stderr()
         )
     });
-    let cache = Store::connect(&stack.redis).expect("cluster client");
+    let store = Store::connect(&stack.redis).expect("cluster client");
     let expected = source_boards(&stack.db.client().await).await;
     assert_eq!(expected.len(), BOARDS as usize);
-    let projected = projection(&cache).await;
+    let projected = projection(&store).await;
     assert!(
         differing_boards(&expected, &projected).is_empty(),
         "boards the projector left unlike PostgreSQL: {:?}",
@@ -312,12 +312,12 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
     );
     assert_eq!(field(line, "repaired"), Some(0), "{line}");
     assert!(
-        differing_boards(&expected, &projection(&cache).await).is_empty(),
+        differing_boards(&expected, &projection(&store).await).is_empty(),
         "unequal after the reconcile pass"
     );
 
     // The boards are spread over all three masters (each a shard of its own).
-    let per_primary = cache
+    let per_primary = store
         .on_each_primary(redis::cmd("DBSIZE"))
         .await
         .expect("DBSIZE on each primary");

@@ -62,7 +62,7 @@ impl<D> TestEnv<D> {
         Database::connect(&self.settings.database, "projector-test").expect("pool")
     }
 
-    pub fn cache(&self) -> Store {
+    pub fn store(&self) -> Store {
         Store::connect(&self.settings.redis).expect("redis pool")
     }
 
@@ -92,7 +92,7 @@ impl<D> TestEnv<D> {
     /// is not one: compared with [`Self::source`], such a member must fail, never round to
     /// the source's value.
     pub async fn projection(&self, board: &str) -> BTreeMap<String, (i64, i64)> {
-        let store = self.cache();
+        let store = self.store();
         let board = BoardId::parse(board).expect("board");
         let (_, members) = inspect::board_members(&store, &board)
             .await
@@ -212,7 +212,7 @@ mod tests {
 
     /// Writes `user`'s score and version straight into Redis.
     async fn redis_member(env: &TestEnv, user: &str, score: f64, version: i64) {
-        let store = env.cache();
+        let store = env.store();
         let board = BoardId::parse("b").expect("board");
         let mut conn = store.connection().await.expect("redis");
         redis::pipe()

@@ -166,12 +166,12 @@ async fn read<T>(
             };
             let answer = database(reason, Some(projection)).await?;
             if broken || has_members(&answer.0) {
-                state.rebuilds.request(&state.cache, board);
+                state.rebuilds.request(&state.store, board);
             }
             return Ok(answer);
         }
         if broken || has_members(&projected.value) {
-            state.rebuilds.request(&state.cache, board);
+            state.rebuilds.request(&state.store, board);
         }
     }
     let value = projected.value;
@@ -221,7 +221,7 @@ pub async fn top(
         async || {
             state
                 .top_reads
-                .top(&state.cache, &board, offset, limit)
+                .top(&state.store, &board, offset, limit)
                 .await
         },
         async || {
@@ -274,7 +274,7 @@ pub async fn user(
         &state,
         &board,
         q.consistency,
-        async || read::member(&state.cache, &board, &user).await,
+        async || read::member(&state.store, &board, &user).await,
         async || reads::member(&state.read_db, &board, &user).await,
         accept,
         Option::is_some,
@@ -322,7 +322,7 @@ pub async fn around(
         &state,
         &board,
         q.consistency,
-        async || read::around(&state.cache, &board, &user, radius).await,
+        async || read::around(&state.store, &board, &user, radius).await,
         async || reads::around(&state.read_db, &board, &user, radius).await,
         |_| true,
         Option::is_some,

@@ -74,8 +74,8 @@ impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
 
 pub fn app_with(settings: &Settings) -> Router {
     let db = Database::connect(&settings.database, "api-test").expect("pool");
-    let cache = Store::connect(&settings.redis).expect("redis pool");
-    router(AppState::new(db, cache, settings), &settings.api)
+    let store = Store::connect(&settings.redis).expect("redis pool");
+    router(AppState::new(db, store, settings), &settings.api)
 }
 
 pub async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
@@ -108,7 +108,7 @@ pub async fn send_text(app: &Router, request: Request<Body>) -> (StatusCode, Str
 pub async fn seal(env: &TestEnv, board: &str) {
     ledgerboard_reconciler::rebuild::rebuild(
         &env.database(),
-        &env.cache(),
+        &env.store(),
         &env.settings,
         &BoardId::parse(board).expect("board"),
         std::time::Duration::from_secs(10),

@@ -34,17 +34,17 @@ const CHECK_TIMEOUT: Duration = Duration::from_millis(1_000);
 pub struct Health {
     registry: prometheus::Registry,
     db: Database,
-    cache: Store,
+    store: Store,
     redis_required: bool,
     lock_held: Option<Arc<AtomicBool>>,
 }
 
 impl Health {
-    pub fn new(registry: prometheus::Registry, db: Database, cache: Store) -> Self {
+    pub fn new(registry: prometheus::Registry, db: Database, store: Store) -> Self {
         Self {
             registry,
             db,
-            cache,
+            store,
             redis_required: true,
             lock_held: None,
         }
@@ -88,7 +88,7 @@ async fn readyz(State(h): State<Health>) -> Response {
             .map(|_| ())
             .map_err(|e| e.to_string())
         }),
-        check(async { h.cache.ping().await.map_err(|e| e.to_string()) }),
+        check(async { h.store.ping().await.map_err(|e| e.to_string()) }),
     );
     let pg_ok = pg["ok"] == Value::Bool(true);
     let redis_ok = redis["ok"] == Value::Bool(true);

@@ -1,11 +1,15 @@
 //! Start-up steps every daemon shares: settings, logs, then a database that answers and holds
 //! exactly the schema this binary was built for; the admin server ([`admin`]) and the outbox
-//! gauges ([`outbox_gauges`]).
+//! gauges ([`outbox_gauges`]); the process around them ([`process`]: runtime, signal, stores,
+//! background tasks, stop).
 //!
 //! The top layer of core: it may import every other module, and none imports it.
 
 pub mod admin;
 pub mod outbox_gauges;
+pub mod process;
+
+pub use process::{Daemon, bind, main};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,6 +28,15 @@ pub enum StartupError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Telemetry(#[from] crate::telemetry::TelemetryError),
+    #[error("redis.url")]
+    Redis(#[source] crate::projection::ReadModelError),
+    #[error("cannot listen on {addr} ({setting})")]
+    Listen {
+        addr: std::net::SocketAddr,
+        setting: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Flags every daemon takes.

@@ -100,7 +100,7 @@ impl KeyLayout {
         format!("{}:rebuild:requests", self.namespace)
     }
 
-    /// A pattern matching every key of this namespace (for tests and operators' tools).
+    /// A pattern matching every key of this namespace (the chaos run cleans up with it).
     pub fn all_keys_pattern(&self) -> String {
         format!("{}:*", self.namespace)
     }

@@ -54,7 +54,7 @@ impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
 
 /// Runs real projector batches until nothing is claimed.
 pub async fn drain(env: &TestEnv) {
-    let projector = Projector::new(env.settings.clone(), env.database(), env.cache());
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
     let mut client = env.database().client().await.expect("client");
     while projector
         .worker(0)
@@ -76,7 +76,7 @@ pub async fn projected_env(users: i64, tweak: impl FnOnce(&mut Settings)) -> Tes
 }
 
 pub fn reconciler(env: &TestEnv) -> Reconciler {
-    Reconciler::new(env.settings.clone(), env.database(), env.cache())
+    Reconciler::new(env.settings.clone(), env.database(), env.store())
 }
 
 pub fn options(env: &TestEnv) -> PassOptions {
@@ -90,13 +90,13 @@ pub async fn pass(env: &TestEnv) -> PassReport {
 
 /// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
 pub async fn redis_edit(env: &TestEnv, args: &[&str]) {
-    let cache = env.cache();
+    let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let (z, v) = (cache.keys().scores(&board), cache.keys().versions(&board));
+    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {
         cmd.arg(a.replace("{z}", &z).replace("{v}", &v));
     }
-    let mut conn = cache.connection().await.expect("redis");
+    let mut conn = store.connection().await.expect("redis");
     let _: redis::Value = cmd.query_async(&mut conn).await.expect("edit");
 }
