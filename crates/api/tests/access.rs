@@ -1,67 +1,37 @@
 //! Access control and hostile input: who may write, read and how often, and input that must
 //! be refused with a clear answer while PostgreSQL stays unchanged.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use http_body_util::BodyExt;
-use ledgerboard_api::settings::{ReadAccess, Settings};
-use ledgerboard_api::{AppState, router};
+use common::{Settings, TestApi, send_with_headers, test_api};
+use ledgerboard_api::settings::ReadAccess;
 use ledgerboard_core::auth::hash_token;
-use ledgerboard_core::db::{Database, migrate};
-use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request, settings_for};
+use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 use uuid::Uuid;
 
 const EU: &str = "eu-game-server-token";
 const READER: &str = "reader-token";
 const ADMIN: &str = "admin-token";
 
-struct Api {
-    db: TestDb,
-    _redis: TestRedis,
-    app: Router,
-}
-
-async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings: Settings = settings_for(&db.url, &redis, &[]);
-    settings.auth.tokens = format!(
+async fn api(tweak: impl FnOnce(&mut Settings)) -> TestApi {
+    let tokens = format!(
         "eu={}@write:season-eu;reader={}@read;ops={}@admin",
         hash_token(EU),
         hash_token(READER),
         hash_token(ADMIN)
     );
-    tweak(&mut settings);
-    settings.validate().expect("valid settings");
-    migrate(&settings.database).await.expect("migrate");
-    let database = Database::connect(&settings.database, "access-test").expect("pool");
-    let store = ledgerboard_core::projection::Store::connect(&settings.redis).expect("redis pool");
-    let app = router(AppState::new(database, store, &settings), &settings.api);
-    Api {
-        db,
-        _redis: redis,
-        app,
-    }
+    test_api(tokens, tweak).await
 }
 
-impl Api {
+impl TestApi {
     async fn send(&self, request: Request<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
-        let response = self.app.clone().oneshot(request).await.expect("answer");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (status, headers, String::from_utf8_lossy(&body).into_owned())
+        send_with_headers(&self.app, request).await
     }
 
     async fn post(

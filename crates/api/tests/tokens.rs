@@ -6,64 +6,37 @@ mod common;
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use common::Settings;
-use common::app_with;
-use http_body_util::BodyExt;
+use common::{TestApi, send_with_headers, test_api};
 use ledgerboard_api::settings::ReadAccess;
 use ledgerboard_core::auth::hash_token;
-use ledgerboard_core::db::migrate;
-use ledgerboard_testkit::{TestDb, TestRedis, settings_for};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const ANY: &str = "writes-every-board";
 const MULTI: &str = "writes-two-boards-and-reads";
 const EU: &str = "writes-season-eu";
 
-struct Api {
-    _db: TestDb,
-    _redis: TestRedis,
-    app: Router,
-}
-
-async fn api(tweak: impl FnOnce(&mut Settings)) -> Api {
-    let db = TestDb::create().await;
-    let redis = TestRedis::new();
-    let mut settings: Settings = settings_for(&db.url, &redis, &[]);
-    settings.auth.tokens = format!(
+async fn api(tweak: impl FnOnce(&mut Settings)) -> TestApi {
+    let tokens = format!(
         "any={}@write:*;multi={} @ write:season-eu, write:season-us ,read;eu={}@write:season-eu",
         hash_token(ANY),
         hash_token(MULTI),
         hash_token(EU)
     );
-    settings.auth.reads = ReadAccess::Token;
-    tweak(&mut settings);
-    settings.validate().expect("valid settings");
-    migrate(&settings.database).await.expect("migrate");
-    let app = app_with(&settings);
-    Api {
-        _db: db,
-        _redis: redis,
-        app,
-    }
+    test_api(tokens, |s| {
+        s.auth.reads = ReadAccess::Token;
+        tweak(s);
+    })
+    .await
 }
 
-impl Api {
+impl TestApi {
     async fn send(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Value) {
-        let response = self.app.clone().oneshot(request).await.expect("answer");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|e| panic!("{status} not JSON ({e}): {bytes:?}"));
+        let (status, headers, text) = send_with_headers(&self.app, request).await;
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{status} not JSON ({e}): {text:?}"));
         (status, headers, body)
     }
 

@@ -2,36 +2,20 @@
 //! retried after a growing back-off, then parked; and, in leased mode, what it does with its
 //! leases when Redis is down: gives them back at once.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::{TestEnv, start_replica};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::is_outage;
 use ledgerboard_core::projection::scripts::PROJECT;
-use ledgerboard_projector::Projector;
 use ledgerboard_projector::settings::ClaimMode;
-use ledgerboard_projector::settings::Sections;
 use ledgerboard_testkit::{RedisServer, wait_until};
 use tokio_util::sync::CancellationToken;
-
-/// The projector's settings in a test environment of its own.
-type TestEnv = ledgerboard_testkit::TestEnv<Sections>;
-
-/// A running projector with its own pools, like one replica.
-fn start_replica(
-    env: &TestEnv,
-    cancel: &CancellationToken,
-) -> (
-    std::sync::Arc<ledgerboard_projector::metrics::Counters>,
-    tokio::task::JoinHandle<()>,
-) {
-    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
-    let stats = projector.counters();
-    let handle = tokio::spawn(projector.run(cancel.clone()));
-    (stats, handle)
-}
 
 /// A member whose stored version is not a number: its row fails with LBCORRUPT and nothing
 /// is written; each failure puts the next attempt further off (200 ms, then 400 ms: base 200,

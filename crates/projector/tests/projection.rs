@@ -1,5 +1,7 @@
 //! The projector against the real PostgreSQL and Redis.
 
+mod common;
+
 use std::time::Duration;
 
 use ledgerboard_core::config::{Count, Millis};
@@ -7,12 +9,11 @@ use ledgerboard_core::db::outbox;
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
 use ledgerboard_projector::Projector;
-use ledgerboard_projector::settings::{ClaimMode, Sections, UnsafeRedisAction};
+use ledgerboard_projector::settings::{ClaimMode, UnsafeRedisAction};
 use ledgerboard_testkit::{RedisServer, wait_until};
 use tokio_util::sync::CancellationToken;
 
-/// The projector's settings in a test environment of its own.
-type Env = ledgerboard_testkit::TestEnv<Sections>;
+use common::{TestEnv as Env, start_replica};
 
 const TTL: Duration = Duration::from_secs(60);
 
@@ -25,20 +26,6 @@ fn entry(id: i64, board: &str, user: &str, score: i64, version: i64) -> Projecti
         score,
         version,
     }
-}
-
-/// A running projector with its own pools, like one replica.
-fn start_replica(
-    env: &Env,
-    cancel: &CancellationToken,
-) -> (
-    std::sync::Arc<ledgerboard_projector::metrics::Counters>,
-    tokio::task::JoinHandle<()>,
-) {
-    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
-    let stats = projector.counters();
-    let handle = tokio::spawn(projector.run(cancel.clone()));
-    (stats, handle)
 }
 
 #[tokio::test]

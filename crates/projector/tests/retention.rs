@@ -2,16 +2,16 @@
 //! is on, old events whose outbox row is gone are deleted on its schedule, and nothing newer.
 //! (`projection.rs` tests one retention pass and its lock; this is the loop that runs it.)
 
+mod common;
+
 use std::time::Duration;
 
 use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_projector::Projector;
-use ledgerboard_projector::settings::Sections;
 use ledgerboard_testkit::wait_until;
 use tokio_util::sync::CancellationToken;
 
-/// The projector's settings in a test environment of its own.
-type TestEnv = ledgerboard_testkit::TestEnv<Sections>;
+use common::TestEnv;
 
 #[tokio::test]
 async fn the_running_projector_deletes_rows_and_events_past_their_retention() {

@@ -6,7 +6,7 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use ledgerboard_api::settings::{ApiSettings, AuthSettings};
 use ledgerboard_api::{AppState, router};
@@ -16,6 +16,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::settings::ProjectorSettings;
 use ledgerboard_reconciler::settings::ReconcilerSettings;
+use ledgerboard_testkit::{TestDb, TestRedis, settings_for};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -72,6 +73,28 @@ impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
     }
 }
 
+/// A router on a database and a Redis namespace of the test's own, with `auth.tokens` =
+/// `tokens`, then `tweak`, validated and migrated.
+pub struct TestApi {
+    pub db: TestDb,
+    pub redis: TestRedis,
+    pub app: Router,
+}
+
+pub async fn test_api(tokens: String, tweak: impl FnOnce(&mut Settings)) -> TestApi {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    let mut settings: Settings = settings_for(&db.url, &redis, &[]);
+    settings.auth.tokens = tokens;
+    tweak(&mut settings);
+    settings.validate().expect("valid settings");
+    ledgerboard_core::db::migrate(&settings.database)
+        .await
+        .expect("migrate");
+    let app = app_with(&settings);
+    TestApi { db, redis, app }
+}
+
 pub fn app_with(settings: &Settings) -> Router {
     let db = Database::connect(&settings.database, "api-test").expect("pool");
     let store = Store::connect(&settings.redis).expect("redis pool");
@@ -93,15 +116,29 @@ pub async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
 
 /// Sends `request` through the router and returns the body as text (lossy UTF-8).
 pub async fn send_text(app: &Router, request: Request<Body>) -> (StatusCode, String) {
+    let (status, _, text) = send_with_headers(app, request).await;
+    (status, text)
+}
+
+/// As [`send_text`], with the answer's headers.
+pub async fn send_with_headers(
+    app: &Router,
+    request: Request<Body>,
+) -> (StatusCode, HeaderMap, String) {
     let response = app.clone().oneshot(request).await.expect("router answers");
     let status = response.status();
+    let headers = response.headers().clone();
     let bytes = response
         .into_body()
         .collect()
         .await
         .expect("body")
         .to_bytes();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
 }
 
 /// Rebuilds `board` from PostgreSQL with the reconciler's own rebuild, which seals it.

@@ -196,6 +196,30 @@ pub fn env_map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
+/// Loads each `(environment name, value)` alone, over the defaults, into `D`'s settings and
+/// checks that it is refused with an error naming `expected`: `Ok`, or one line per case that
+/// was accepted or refused for another reason. The settings tests of every section use it.
+pub fn check_refusals<D: DaemonSection>(cases: &[(&str, &str, &str)]) -> Result<(), String> {
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|&(key, value, expected)| {
+            match load_from::<D>(None, Some(env_map(&[(key, value)]))) {
+                Ok(_) => Some(format!("{key}={value} was accepted")),
+                Err(e) => {
+                    let e = e.to_string();
+                    (!e.contains(expected))
+                        .then(|| format!("{key}={value}: {e:?} lacks {expected:?}"))
+                }
+            }
+        })
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
+}
+
 /// As [`load`], with the environment given as a map instead of read from the process (tests
 /// use this: the process environment is shared between threads).
 pub fn load_from<D: DaemonSection>(
