@@ -52,17 +52,7 @@ impl Scrape {
     /// The value of the one sample of `name` whose labels include `labels`; None when there
     /// is none. Panics when several match (the test's labels are not specific enough).
     pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let matching: Vec<f64> = self
-            .samples
-            .get(name)?
-            .iter()
-            .filter(|(have, _)| {
-                labels
-                    .iter()
-                    .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
-            })
-            .map(|(_, v)| *v)
-            .collect();
+        let matching = self.matching(name, labels)?;
         assert!(
             matching.len() <= 1,
             "{name} {labels:?} matches {} samples",
@@ -71,22 +61,29 @@ impl Scrape {
         matching.first().copied()
     }
 
+    /// The values of the samples of `name` whose labels include `labels`; None when the
+    /// scrape has no `name` at all.
+    fn matching(&self, name: &str, labels: &[(&str, &str)]) -> Option<Vec<f64>> {
+        Some(
+            self.samples
+                .get(name)?
+                .iter()
+                .filter(|(have, _)| {
+                    labels
+                        .iter()
+                        .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
+                })
+                .map(|(_, v)| *v)
+                .collect(),
+        )
+    }
+
     /// The sum of every sample of `name` whose labels include `labels`; None when no sample
     /// matches. Never 0 for an absent metric: a misspelt name or label would then pass an
     /// "is 0" check. The daemons export every labelled series at 0 from the start, so a
     /// series that exists reads 0, and one that does not is a mistake of the test.
     pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let matching: Vec<f64> = self
-            .samples
-            .get(name)?
-            .iter()
-            .filter(|(have, _)| {
-                labels
-                    .iter()
-                    .all(|(k, v)| have.get(*k).is_some_and(|h| h == v))
-            })
-            .map(|(_, v)| *v)
-            .collect();
+        let matching = self.matching(name, labels)?;
         (!matching.is_empty()).then(|| matching.iter().sum())
     }
 
