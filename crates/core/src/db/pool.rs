@@ -152,22 +152,26 @@ impl Database {
         // Dropping a query's future does not stop it on the server: without a cancel request
         // an abandoned query (its caller timed out or went away) would keep running on a
         // connection and hold its locks until statement_timeout. The guard sends one unless the
-        // call finished.
-        let guard = CancelOnDrop(Some(client.cancel_token()));
-        let outcome = tokio::time::timeout(self.round_trip_timeout, call(&client)).await;
+        // call finished, and keeps that connection out of the pool: the cancel arrives when it
+        // arrives, and would otherwise cancel whatever the next borrower sends on it.
+        let guard = CancelOnDrop {
+            token: Some(client.cancel_token()),
+            client: Some(client),
+        };
+        let outcome = match guard.client.as_ref() {
+            Some(client) => tokio::time::timeout(self.round_trip_timeout, call(client)).await,
+            None => unreachable!("the guard holds the client until it is disarmed"),
+        };
         metrics::record(op, started);
         match outcome {
-            Ok(Ok(value)) => {
-                guard.disarm();
-                Ok((client, value))
-            }
+            Ok(Ok(value)) => Ok((guard.disarm(), value)),
             Ok(Err(e)) => {
-                guard.disarm();
+                drop(guard.disarm());
                 Err(e.into())
             }
             Err(_) => {
+                // The guard cancels the query and drops the connection out of the pool.
                 drop(guard);
-                drop(Object::take(client));
                 Err(StoreError::Unavailable(format!(
                     "no answer from the database within {:?}",
                     self.round_trip_timeout
@@ -200,23 +204,37 @@ impl Database {
     }
 }
 
-/// Sends a cancel request for the query in flight when dropped before [`CancelOnDrop::disarm`]:
-/// when its caller gave up (a read's lag measurement timed out, the HTTP request was dropped)
-/// or the round-trip bound ran out.
-struct CancelOnDrop(Option<tokio_postgres::CancelToken>);
+/// Holds a connection while its query runs. Dropped before [`CancelOnDrop::disarm`] (its
+/// caller gave up: a read's lag measurement timed out, the HTTP request was dropped, or the
+/// round-trip bound ran out), it sends a cancel request for the query in flight and takes the
+/// connection out of the pool.
+struct CancelOnDrop {
+    token: Option<tokio_postgres::CancelToken>,
+    client: Option<Object>,
+}
 
 /// How long a cancel request may take; it is a connection of its own to the server.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl CancelOnDrop {
-    fn disarm(mut self) {
-        self.0 = None;
+    /// The call finished: the connection, for the pool.
+    fn disarm(mut self) -> Object {
+        self.token = None;
+        match self.client.take() {
+            Some(client) => client,
+            None => unreachable!("disarm is called once, on a guard holding its client"),
+        }
     }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(token) = self.0.take() else { return };
+        let Some(token) = self.token.take() else {
+            return;
+        };
+        if let Some(client) = self.client.take() {
+            drop(Object::take(client));
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
