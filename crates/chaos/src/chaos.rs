@@ -47,6 +47,7 @@ const REBUILD_LIMIT: Duration = Duration::from_secs(30);
 const NO_PASS_INTERVAL_MS: &str = "604800000";
 const EVENTS: &str = include_str!("sql/events.sql");
 const TERMINATE_BACKENDS: &str = include_str!("sql/terminate_backends.sql");
+const PENDING_MEMBERS: &str = include_str!("sql/pending_members.sql");
 
 pub struct Options {
     pub duration: Duration,
@@ -315,7 +316,7 @@ async fn chaos(
             *p = stack.start(PROJECTOR, &[])?;
         }
     }
-    let drained = wait_drained(stack, Duration::from_secs(120)).await?;
+    let drained = wait_drained(stack, &probes.corrupted, Duration::from_secs(120)).await?;
     // A board lost after the last command: nothing writes to it again, so only a read can
     // find it. This makes every run's comparison meet a board that is not whole.
     let lost = BOARDS[rng.below(BOARDS.len() as u64) as usize];
@@ -373,10 +374,12 @@ async fn chaos(
         ));
     }
     mismatches.extend(check(stack, &ledger).await?);
-    if drained.0 != 0 || drained.1 != 0 {
+    if !drained.elsewhere.is_empty() || drained.parked != 0 {
         mismatches.push(format!(
-            "outbox after the drain: {} pending, {} parked",
-            drained.0, drained.1
+            "outbox after the drain: rows pending at {} member(s) chaos did not corrupt ({:?}), {} parked",
+            drained.elsewhere.len(),
+            &drained.elsewhere[..drained.elsewhere.len().min(5)],
+            drained.parked
         ));
     }
 
@@ -496,8 +499,13 @@ async fn chaos(
             format!("{repairs} / {corruptions}"),
         ),
         (
-            "outbox after the drain: pending / parked",
-            format!("{} / {}", drained.0, drained.1),
+            "outbox after the drain: members with rows pending elsewhere / at corrupted members (held for the repair) / parked rows",
+            format!(
+                "{} / {} / {}",
+                drained.elsewhere.len(),
+                drained.held_at_corrupted,
+                drained.parked
+            ),
         ),
         ("**mismatches**", mismatches.len().to_string()),
     ] {
@@ -515,7 +523,9 @@ async fn chaos(
          corruptions injected. Checked after it: every accepted command has exactly one \
          event with its payload and no other event exists; every score is the sum of its accepted \
          deltas and every version their count; every board's sorted set and version hash equal \
-         `user_scores`; no outbox row is pending or parked. The backlog fault is this run's \
+         `user_scores`; after the drain no outbox row is parked, and none is pending except at \
+         members chaos corrupted, whose rows the projection script refuses until the repair \
+         (fail closed). The backlog fault is this run's \
          scale; a backlog of 1,000,000 rows is tested in \
          `crates/api/tests/projection_truth.rs`.\n",
     );
@@ -1026,20 +1036,44 @@ async fn send(
     }
 }
 
-async fn wait_drained(stack: &Stack, limit: Duration) -> anyhow::Result<(i64, i64)> {
+/// What the drain left: members with rows still pending (those at members chaos corrupted are
+/// held back on purpose, see [`wait_drained`]) and the parked rows.
+#[derive(Debug, Default)]
+struct Drained {
+    /// Pending at members chaos corrupted: the projection script refuses them (LBCORRUPT, fail
+    /// closed) and they wait, in back-off, for the reconciler's repair.
+    held_at_corrupted: usize,
+    /// Pending anywhere else: a contract violation.
+    elsewhere: Vec<(String, String)>,
+    parked: i64,
+}
+
+/// Waits (up to `limit`) until no outbox row is pending but at members chaos corrupted.
+async fn wait_drained(
+    stack: &Stack,
+    corrupted: &BTreeSet<(String, String)>,
+    limit: Duration,
+) -> anyhow::Result<Drained> {
     let started = Instant::now();
     loop {
-        let status = ledgerboard_core::db::outbox_status(&stack.db).await;
-        if let Ok(s) = &status
-            && (s.pending == 0 || started.elapsed() > limit)
-        {
-            return Ok((s.pending, s.parked));
+        let client = stack.db.client().await?;
+        let rows = client.query(PENDING_MEMBERS, &[]).await?;
+        let mut drained = Drained::default();
+        for row in rows {
+            match row.get::<_, Option<i64>>(2) {
+                Some(parked) => drained.parked = parked,
+                None => {
+                    let member: (String, String) = (row.get(0), row.get(1));
+                    if corrupted.contains(&member) {
+                        drained.held_at_corrupted += 1;
+                    } else {
+                        drained.elsewhere.push(member);
+                    }
+                }
+            }
         }
-        if started.elapsed() > limit {
-            return Err(status
-                .err()
-                .map(anyhow::Error::from)
-                .unwrap_or_else(|| anyhow::anyhow!("drain")));
+        if drained.elsewhere.is_empty() || started.elapsed() > limit {
+            return Ok(drained);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
