@@ -274,7 +274,7 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
         ("LEDGERBOARD__API__HEADER_TIMEOUT_MS".into(), "300".into()),
         ("LEDGERBOARD__API__MAX_CONNECTIONS".into(), "2".into()),
     ]);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = ledgerboard_testkit::env_refs(&env);
     let mut daemon = Process::start(env!("CARGO_BIN_EXE_ledgerboard-api"), &[], &env);
     let addr = daemon
         .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))

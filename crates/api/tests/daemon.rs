@@ -27,7 +27,7 @@ async fn a_command_posted_twice_applies_once() {
     let mut env = daemon_env(&db, &redis);
     // The daemon binds a port of its own choice and logs it: no port found free and bound again.
     env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = ledgerboard_testkit::env_refs(&env);
     let mut api = Process::start(BINARY, &[], &env);
     let listen = api
         .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
@@ -94,7 +94,7 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
         ]
         .map(|(k, v)| (k.to_owned(), v.to_owned())),
     );
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = ledgerboard_testkit::env_refs(&env);
     let mut api = Process::start(BINARY, &[], &env);
     let listen = api
         .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))

@@ -132,11 +132,7 @@ impl Stack {
     }
 
     fn env_with<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let mut env = ledgerboard_harness::env_refs(&self.env);
         env.extend_from_slice(extra);
         env
     }

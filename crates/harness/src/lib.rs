@@ -22,6 +22,11 @@ pub fn free_port() -> std::io::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
+/// An owned environment as the borrowed pairs [`Daemon::start`] takes.
+pub fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
 fn unique_suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
 }

@@ -46,11 +46,7 @@ struct Stack {
 
 impl Stack {
     fn start(&self, name: &str, args: &[&str]) -> Process {
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let env = ledgerboard_harness::env_refs(&self.env);
         Process::start(&workspace_binary(name).to_string_lossy(), args, &env)
     }
 
@@ -59,11 +55,7 @@ impl Stack {
     }
 
     fn daemon_with(&self, name: &str, extra: &[(&str, &str)]) -> Process {
-        let mut env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let mut env = ledgerboard_harness::env_refs(&self.env);
         env.extend_from_slice(extra);
         Process::start_ready(&workspace_binary(name).to_string_lossy(), &[], &env)
     }

@@ -23,7 +23,7 @@ async fn schemathesis_finds_nothing_in_the_openapi_document() {
     env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
     // The fuzzer is one client sending as fast as it can.
     env.push(("LEDGERBOARD__API__RATE_LIMIT_PER_S".into(), "0".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = ledgerboard_harness::env_refs(&env);
     let binary = workspace_binary("ledgerboard-api");
     let mut api = Process::start(&binary.to_string_lossy(), &[], &env);
     let addr = api.wait_for_addr("ledgerboard-api started", Duration::from_secs(20));

@@ -66,11 +66,7 @@ impl Stack {
     /// Starts a daemon, waits until it says it started, and records the address it bound
     /// (a restarted daemon gets another one).
     fn start(&mut self, name: &str) -> Process {
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let env = ledgerboard_harness::env_refs(&self.env);
         let binary = workspace_binary(name);
         let mut process = Process::start(&binary.to_string_lossy(), &[], &env);
         let limit = Duration::from_secs(20);

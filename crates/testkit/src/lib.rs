@@ -12,6 +12,7 @@ mod pgbouncer;
 mod scrape;
 
 pub use env::TestEnv;
+pub use ledgerboard_harness::env_refs;
 pub use pgbouncer::PgBouncer;
 pub use scrape::Scrape;
 
@@ -455,7 +456,7 @@ pub async fn check_daemon_lifecycle(binary: &str, name: &str, extra_env: &[(&str
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env_refs = ledgerboard_harness::env_refs(&env);
 
     let mut refused = Process::start(binary, &[], &env_refs);
     let status = refused
