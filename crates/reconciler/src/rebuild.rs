@@ -84,7 +84,9 @@ pub async fn rebuild<D: Holds<Sections>>(
     result
 }
 
-async fn build_and_switch(
+/// The rebuild itself, under a lock the caller holds (the requested rebuilds take it once for
+/// all the boards they serve in a round).
+pub(crate) async fn build_and_switch(
     db: &Database,
     store: &Store,
     settings: &Settings,

@@ -1,8 +1,14 @@
 //! Rebuilds that readers and projectors asked for: a board whose projection a read found
 //! without a whole seal (lost, evicted, edited, never built) is added to the rebuild requests
 //! (`projection/keys.rs`); the reconciler that holds the lock rebuilds the requested boards
-//! one at a time, between passes, and removes each request once its board is sealed. Reading
-//! and removing requests are `projection::generation::{requested, forget_request}`.
+//! one at a time, between passes.
+//!
+//! Each request is taken off the set *before* its board's seal is read and the board rebuilt
+//! (`projection::generation::claim_request`), never after: an ask that arrives meanwhile (a
+//! member lost right after the switch, say) adds it again and is served next round. Removing it
+//! after the rebuild would swallow that ask, and the board would stay not whole until someone
+//! read it again. A board found whole once claimed needs nothing; one whose rebuild could not
+//! run or failed is asked for again.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -10,11 +16,15 @@ use std::time::{Duration, Instant};
 use crate::settings::Settings;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection::{ReadModelError, Store, generation};
+use ledgerboard_core::projection::{
+    ReadModelError, Seal, Store, generation, read, request_rebuild,
+};
 use ledgerboard_core::telemetry::metrics::Label;
 
+use crate::lock;
 use crate::metrics::{RebuildOutcome, metrics};
-use crate::rebuild::{RebuildError, rebuild};
+use crate::pass::PassError;
+use crate::rebuild::{RebuildError, RebuildReport, build_and_switch};
 
 /// How often the requests are looked at while no pass runs: the time from a lost projection to
 /// its rebuild starts at most this late.
@@ -30,7 +40,8 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// Rebuilds the requested boards, one at a time, while this replica can take the lock.
+    /// Rebuilds the requested boards, one at a time, if this replica can take the lock (a
+    /// pass, a rebuild by another replica or lbctl may hold it: then nothing is claimed).
     /// Returns how many boards were rebuilt.
     pub async fn serve(
         &mut self,
@@ -40,37 +51,85 @@ impl Requests {
     ) -> Result<usize, ReadModelError> {
         let boards = generation::requested(store, PER_ROUND).await?;
         self.failed.retain(|_, at| at.elapsed() < RETRY_AFTER);
+        let boards: Vec<String> = boards
+            .into_iter()
+            .filter(|name| !self.failed.contains_key(name))
+            .collect();
+        if boards.is_empty() {
+            return Ok(0);
+        }
+        let r = &settings.reconciler;
+        let Some(held) = lock::try_acquire(store, r.lock_ttl(), r.lock_renew()).await? else {
+            return Ok(0);
+        };
+        let served = self.serve_locked(db, store, settings, &held, boards).await;
+        held.release().await;
+        served
+    }
+
+    async fn serve_locked(
+        &mut self,
+        db: &Database,
+        store: &Store,
+        settings: &Settings,
+        held: &lock::HeldLock,
+        boards: Vec<String>,
+    ) -> Result<usize, ReadModelError> {
         let mut rebuilt = 0;
         for name in boards {
-            if self.failed.contains_key(&name) {
+            if !generation::claim_request(store, &name).await? {
                 continue;
             }
+            // Only valid board ids are ever requested; anything else was written by hand.
             let Ok(board) = BoardId::parse(&name) else {
-                // Only valid board ids are ever requested; anything else was written by hand.
-                generation::forget_request(store, &name).await?;
                 continue;
             };
             let started = Instant::now();
-            match rebuild(db, store, settings, &board, Duration::ZERO).await {
-                Ok(report) => {
-                    generation::forget_request(store, &name).await?;
+            match serve_one(db, store, settings, held, &board).await {
+                Ok(None) => {}
+                Ok(Some(report)) => {
                     metrics()
                         .rebuilds
                         .add(1, &[RebuildOutcome::Done.key_value()]);
                     tracing::info!(board = %board, rows = report.rows, seconds = started.elapsed().as_secs_f64(), "requested rebuild done");
                     rebuilt += 1;
                 }
-                // A pass, or a rebuild by another replica or lbctl, holds the lock.
-                Err(RebuildError::Busy(_)) => break,
                 Err(e) => {
                     metrics()
                         .rebuilds
                         .add(1, &[RebuildOutcome::Failed.key_value()]);
                     tracing::warn!(board = %board, error = %e, retry_in = ?RETRY_AFTER, "requested rebuild failed");
                     self.failed.insert(name, Instant::now());
+                    // Claimed, not served: asked for again, tried after RETRY_AFTER. If even
+                    // this fails, the next read or walk that finds the board asks again.
+                    request_rebuild(store, &board).await?;
+                    if !held.confirm().await {
+                        break;
+                    }
                 }
             }
         }
         Ok(rebuilt)
     }
+}
+
+/// One claimed request: nothing when the board is whole already (asked for again while an
+/// earlier rebuild ran, and made whole by it), else its rebuild.
+async fn serve_one(
+    db: &Database,
+    store: &Store,
+    settings: &Settings,
+    held: &lock::HeldLock,
+    board: &BoardId,
+) -> Result<Option<RebuildReport>, RebuildError> {
+    if read::board_seal(store, board)
+        .await
+        .map_err(PassError::from)?
+        == Seal::Whole
+    {
+        return Ok(None);
+    }
+    build_and_switch(db, store, settings, board, held)
+        .await
+        .map(Some)
 }

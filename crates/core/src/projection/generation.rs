@@ -150,13 +150,15 @@ pub async fn requested(store: &Store, count: usize) -> Result<Vec<String>, ReadM
         .await?)
 }
 
-/// Removes one name from the rebuild requests (done, or not a board id).
-pub async fn forget_request(store: &Store, name: &str) -> Result<(), ReadModelError> {
+/// Takes one name off the rebuild requests before its board is looked at: an ask that comes
+/// while the board is checked or rebuilt adds it again, so it is never lost by the removal
+/// after the work. False when the name was not there (another replica took it).
+pub async fn claim_request(store: &Store, name: &str) -> Result<bool, ReadModelError> {
     let mut conn = store.connection().await?;
-    let _: i64 = redis::cmd("SREM")
+    let removed: i64 = redis::cmd("SREM")
         .arg(store.keys().rebuild_requests())
         .arg(name)
         .query_async(&mut conn)
         .await?;
-    Ok(())
+    Ok(removed == 1)
 }
