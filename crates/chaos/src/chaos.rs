@@ -252,7 +252,7 @@ async fn chaos(
         let set: BTreeSet<Fault> = options.faults.iter().copied().collect();
         set.into_iter().collect()
     };
-    let _api = stack.start_api()?;
+    let api = stack.start_api()?;
     let mut projectors = (0..options.projectors.max(1))
         .map(|_| stack.start(PROJECTOR, &[]))
         .collect::<anyhow::Result<Vec<Daemon>>>()?;
@@ -381,6 +381,19 @@ async fn chaos(
             &drained.elsewhere[..drained.elsewhere.len().min(5)],
             drained.parked
         ));
+    }
+    if !mismatches.is_empty() {
+        let mut daemons = vec![
+            ("api".to_owned(), &api),
+            ("reconciler".to_owned(), &reconciler),
+        ];
+        daemons.extend(
+            projectors
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("projector-{i}"), p)),
+        );
+        keep_logs(&options.out, &daemons);
     }
 
     let ms = |d: Duration| format!("{:.0}", d.as_secs_f64() * 1000.0);
@@ -798,7 +811,8 @@ async fn before_repair(
         out.not_whole += 1;
         let asked = Instant::now();
         // limit=1000 covers every member (USERS = 200); the consistency is the default.
-        match bounded_read(stack, board, "?limit=1000").await? {
+        let read = bounded_read(stack, board, "?limit=1000").await?;
+        match &read {
             None => out.problems.push(format!(
                 "{board}: not whole ({seal:?}) and the bounded read failed"
             )),
@@ -837,6 +851,7 @@ async fn before_repair(
             }
         }
         // The read asked for the rebuild; the reconciler daemon serves it between passes.
+        let read_freshness = read.as_ref().map(|r| r["freshness"].to_string());
         loop {
             let (seal, projection) = stack.sealed_projection(&id).await?;
             if seal == Seal::Whole {
@@ -852,7 +867,8 @@ async fn before_repair(
             }
             if asked.elapsed() > REBUILD_LIMIT {
                 out.problems.push(format!(
-                    "{board}: still not whole ({seal:?}) {REBUILD_LIMIT:?} after the read"
+                    "{board}: still not whole ({seal:?}) {REBUILD_LIMIT:?} after the read (its freshness: {})",
+                    read_freshness.as_deref().unwrap_or("none")
                 ));
                 break;
             }
@@ -1240,4 +1256,36 @@ pub fn default_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     nanos ^ u64::from(std::process::id())
+}
+
+/// A run with mismatches keeps every daemon's log beside its report, and prints the last lines
+/// of each to stderr, which the contract test shows when it fails: a CI failure that cannot be
+/// repeated at will must still say what the daemons did.
+fn keep_logs(out: &std::path::Path, daemons: &[(String, &Daemon)]) {
+    const TAIL: usize = 25;
+    if let Err(e) = std::fs::create_dir_all(out) {
+        eprintln!("could not create {}: {e}", out.display());
+    }
+    for (name, daemon) in daemons {
+        let log = match daemon.stderr() {
+            Ok(log) => log,
+            Err(e) => {
+                eprintln!("{name}: log unreadable: {e}");
+                continue;
+            }
+        };
+        let path = out.join(format!("{name}.log"));
+        if let Err(e) = std::fs::write(&path, &log) {
+            eprintln!("could not write {}: {e}", path.display());
+        }
+        let lines: Vec<&str> = log.lines().collect();
+        eprintln!(
+            "--- {name}: last {TAIL} of {} log lines ({})",
+            lines.len(),
+            path.display()
+        );
+        for line in &lines[lines.len().saturating_sub(TAIL)..] {
+            eprintln!("{}", line.chars().take(300).collect::<String>());
+        }
+    }
 }
