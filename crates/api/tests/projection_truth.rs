@@ -188,8 +188,7 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
     eprintln!(
         "keys deleted: first honest read after {first_honest:?}, rebuilt projection after {total:?} ({rebuilt:?} after the reconciler started)"
     );
-    // The request goes once the rebuild is done (after its catch-up pass, a little later than
-    // the switch readers saw).
+    // The request goes when the reconciler takes it up, before it rebuilds.
     wait_until(Duration::from_secs(5), || async {
         !requested(&store, "lost").await
     })
@@ -202,6 +201,38 @@ async fn a_board_whose_keys_vanish_is_read_from_postgres_at_once_and_rebuilt() {
     );
     stop.cancel();
     running.await.expect("reconciler task");
+}
+
+/// A read that finds a board not whole right after an earlier ask was served (the board lost
+/// again just after its rebuild) asks again, even inside the api's one-ask-per-window throttle:
+/// the throttle delays the ask, it never drops it. Here the reconciler's claim of the first ask
+/// is played by hand (SREM), and no later read comes that could ask instead.
+#[tokio::test]
+async fn a_board_lost_again_right_after_an_ask_was_served_is_asked_for_again() {
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
+    sealed_board(&env, "again", 50).await;
+    let app = app_with(&env.settings);
+    let store = env.store();
+    let board = BoardId::parse("again").expect("board");
+    lose_board(&store, &board).await;
+    let (_, page) = get(&app, "/v1/boards/again/top").await;
+    assert_eq!(freshness(&page).1, Some("projection_missing"), "{page}");
+    wait_until(Duration::from_secs(5), || requested(&store, "again"))
+        .await
+        .expect("no rebuild asked");
+    // The reconciler takes the request (and rebuilds; the board is then lost again).
+    let mut conn = store.connection().await.expect("redis");
+    let _: i64 = redis::cmd("SREM")
+        .arg(store.keys().rebuild_requests())
+        .arg("again")
+        .query_async(&mut conn)
+        .await
+        .expect("srem");
+    let (_, page) = get(&app, "/v1/boards/again/top").await;
+    assert_eq!(freshness(&page).1, Some("projection_missing"), "{page}");
+    wait_until(Duration::from_secs(3), || requested(&store, "again"))
+        .await
+        .expect("the second read's ask was dropped by the throttle");
 }
 
 #[tokio::test]
