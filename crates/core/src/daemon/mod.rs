@@ -1,7 +1,7 @@
 //! Start-up steps every daemon shares: settings, logs, then a database that answers and holds
-//! exactly the schema this binary was built for; the admin server ([`admin`]) and the outbox
-//! gauges ([`outbox_gauges`]); the process around them ([`process`]: runtime, signal, stores,
-//! background tasks, stop).
+//! the schema this binary was built for or the next release's; the admin server ([`admin`])
+//! and the outbox gauges ([`outbox_gauges`]); the process around them ([`process`]: runtime,
+//! signal, stores, background tasks, stop).
 //!
 //! The top layer of core: it may import every other module, and none imports it.
 
@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DaemonSection, Loaded, Settings};
-use crate::db::{Database, StoreError, check_schema, wait_until_reachable};
+use crate::db::{Compatibility, Database, StoreError, check_schema, wait_until_reachable};
 use crate::telemetry::Telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +123,21 @@ pub async fn open_database<D: Sync>(
         return Ok(None);
     }
     let schema = check_schema(&db).await?;
-    schema.ensure_compatible()?;
-    tracing::info!(schema_version = schema.known, "PostgreSQL ready");
+    let compatibility = schema.ensure_compatible()?;
+    // Said at every start, so that a pod of the previous release running against the next
+    // schema (a rolling upgrade, a rollback) is visible as such in its log.
+    let message = schema.describe();
+    match compatibility {
+        Compatibility::Current => tracing::info!(
+            schema_version = schema.applied,
+            binary_schema_version = schema.known,
+            "PostgreSQL ready: {message}"
+        ),
+        Compatibility::OneAhead => tracing::warn!(
+            schema_version = schema.applied,
+            binary_schema_version = schema.known,
+            "PostgreSQL ready: {message}"
+        ),
+    }
     Ok(Some(db))
 }
