@@ -150,8 +150,11 @@ async fn rebuild_builds_a_board_from_the_source() {
     env.seed("weekly", 300, 900).await;
     let output = std::process::Command::new(LBCTL)
         .args(["rebuild", "--board", "weekly"])
-        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
-        .env("LEDGERBOARD__REDIS__URL", &env.settings.redis.url)
+        .env(
+            "LEDGERBOARD__DATABASE__URL",
+            env.settings.database.url.as_str(),
+        )
+        .env("LEDGERBOARD__REDIS__URL", env.settings.redis.url.as_str())
         .env(
             "LEDGERBOARD__REDIS__NAMESPACE",
             &env.settings.redis.namespace,
@@ -170,7 +173,10 @@ async fn rebuild_builds_a_board_from_the_source() {
 
     let bad = std::process::Command::new(LBCTL)
         .args(["rebuild", "--board", "no{braces}"])
-        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
+        .env(
+            "LEDGERBOARD__DATABASE__URL",
+            env.settings.database.url.as_str(),
+        )
         .output()
         .expect("run lbctl rebuild");
     assert!(!bad.status.success());

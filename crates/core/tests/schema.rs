@@ -8,7 +8,7 @@ use ledgerboard_testkit::TestDb;
 
 fn settings(db: &TestDb) -> DatabaseSettings {
     DatabaseSettings {
-        url: db.url.clone(),
+        url: db.url.as_str().into(),
         ..DatabaseSettings::default()
     }
 }

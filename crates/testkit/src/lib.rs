@@ -64,8 +64,8 @@ pub fn settings_for<D: ledgerboard_core::config::DaemonSection>(
     let mut settings = ledgerboard_core::config::read_from::<D>(None, Some(values))
         .expect("the test values load")
         .settings;
-    settings.database.url = database_url.to_owned();
-    settings.redis.url = redis.url.clone();
+    settings.database.url = database_url.into();
+    settings.redis.url = redis.url.as_str().into();
     settings.redis.namespace = redis.namespace.clone();
     settings
 }
@@ -390,7 +390,7 @@ pub fn wait_until_blocking(
 /// Applies the schema to the database at `url`.
 pub async fn migrate(url: &str) {
     let settings = ledgerboard_core::config::DatabaseSettings {
-        url: url.to_owned(),
+        url: url.into(),
         ..Default::default()
     };
     ledgerboard_core::db::migrate(&settings)

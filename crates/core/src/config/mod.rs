@@ -15,6 +15,7 @@ mod bounds;
 mod database;
 mod log;
 mod redis;
+mod secret;
 mod shutdown;
 mod telemetry;
 
@@ -29,6 +30,7 @@ pub use bounds::{Count, Millis, OutOfRange};
 pub use database::{DatabaseSettings, parse_postgres_url};
 pub use log::{LogFormat, LogSettings};
 pub use redis::RedisSettings;
+pub use secret::{Redaction, Secret, SecretUrl, UrlPassword, Whole};
 pub use shutdown::ShutdownSettings;
 pub use telemetry::TelemetrySettings;
 
@@ -658,6 +660,41 @@ pub(crate) mod tests {
             loaded.ignored_in_daemon_sections().collect::<Vec<_>>(),
             [&unknown("reconciler.new_knob")]
         );
+    }
+
+    /// Passwords in the URLs never reach a log line, a settings dump or an assertion message
+    /// built from the settings: `Debug` and `Serialize` show them as `***`.
+    #[test]
+    fn secrets_never_show_in_debug_or_serialize() {
+        let settings = load(env(&[
+            (
+                "LEDGERBOARD__DATABASE__URL",
+                "postgres://u:s3cret-db@db:5432/x",
+            ),
+            (
+                "LEDGERBOARD__DATABASE__DIRECT_URL",
+                "postgres://u:s3cret-direct@db:5432/x",
+            ),
+            (
+                "LEDGERBOARD__REDIS__URL",
+                "redis://:s3cret-redis@cache:6379",
+            ),
+        ]))
+        .expect("load");
+        let shown = [
+            format!("{settings:?}"),
+            format!("{settings:#?}"),
+            serde_json::to_string(&settings).expect("serialize"),
+        ];
+        for text in &shown {
+            assert!(!text.contains("s3cret"), "{text}");
+        }
+        assert!(
+            shown[2].contains("postgres://u:***@db:5432/x"),
+            "{}",
+            shown[2]
+        );
+        assert!(shown[2].contains("redis://:***@cache:6379"), "{}", shown[2]);
     }
 
     #[test]
