@@ -61,6 +61,7 @@ async fn migrate_is_idempotent_and_status_reports_the_outbox() {
     assert!(ok, "{err}");
     let status: serde_json::Value = serde_json::from_str(&out).expect("JSON status");
     assert_eq!(status["schema"]["applied"], status["schema"]["known"]);
+    assert_eq!(status["schema"]["ahead"], serde_json::json!(0));
     assert_eq!(status["outbox"]["pending"], serde_json::json!(2));
     let age = status["outbox"]["oldest_pending_age_ms"]
         .as_i64()
