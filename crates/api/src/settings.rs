@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ledgerboard_core::auth::TokenTable;
 use ledgerboard_core::config::{
-    self, ConfigError, Count, DaemonSection, Millis, in_range, invalid,
+    self, ConfigError, Count, DaemonSection, Millis, Secret, in_range, invalid,
 };
 use serde::{Deserialize, Serialize};
 
@@ -95,15 +95,16 @@ pub enum ReadAccess {
 #[serde(default)]
 pub struct AuthSettings {
     /// Bearer tokens as `name=<sha256 hex>@scope[,scope]` entries separated by `;` (see
-    /// core's `auth.rs`). Empty: no token exists, and every score command is refused.
-    pub tokens: String,
+    /// core's `auth.rs`). Empty: no token exists, and every score command is refused. Never
+    /// shown: the digests say who may write.
+    pub tokens: Secret,
     pub reads: ReadAccess,
 }
 
 impl Default for AuthSettings {
     fn default() -> Self {
         Self {
-            tokens: String::new(),
+            tokens: Secret::default(),
             reads: ReadAccess::Public,
         }
     }

@@ -27,7 +27,7 @@ async fn zrange_calls(store: &Store) -> u64 {
 async fn concurrent_identical_reads_share_one_redis_read() {
     let server = RedisServer::start();
     let settings = RedisSettings {
-        url: server.url(),
+        url: server.url().into(),
         namespace: "coalesce".into(),
         pool_max_size: Count::of(64),
         ..RedisSettings::default()

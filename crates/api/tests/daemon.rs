@@ -75,7 +75,9 @@ async fn a_command_posted_twice_applies_once() {
 
 /// A settings file shared by the daemons, and the environment, may hold values the api would
 /// not accept in the other daemons' sections (a rollback of one daemon, a typo in another's
-/// section): the api reads only its own and the shared ones, and names what it ignored.
+/// section): the api reads only its own and the shared ones, and names what it ignored: an
+/// unknown name with the closest one it knows, so that a typo stays loud, and another
+/// daemon's section as that daemon's.
 #[tokio::test]
 async fn starts_with_an_invalid_value_in_another_daemons_section() {
     let db = TestDb::create().await;
@@ -91,6 +93,8 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
             ("LEDGERBOARD__RECONCILER__CHUNK_SIZE", "many"),
             // A setting this version does not know, in the api's own section.
             ("LEDGERBOARD__API__NEW_KNOB", "1"),
+            // A typo of a setting it knows.
+            ("LEDGERBOARD__API__MAX_LAG_M", "5"),
         ]
         .map(|(k, v)| (k.to_owned(), v.to_owned())),
     );
@@ -100,10 +104,14 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
         .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
         .to_string();
     let stderr = api.stderr();
-    assert!(
-        stderr.contains("unknown setting ignored") && stderr.contains("api.new_knob"),
-        "{stderr}"
-    );
+    for said in [
+        "unknown setting api.new_knob (LEDGERBOARD__API__NEW_KNOB) ignored",
+        "unknown setting api.max_lag_m (LEDGERBOARD__API__MAX_LAG_M) ignored: did you mean api.max_lag_ms (LEDGERBOARD__API__MAX_LAG_MS)?",
+        "projector.* is ledgerboard-projector's section: ignored by ledgerboard-api",
+        "reconciler.* is ledgerboard-reconciler's section: ignored by ledgerboard-api",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in {stderr}");
+    }
     assert!(!stderr.contains("projector.batch_size"), "{stderr}");
     let addr = listen.clone();
     let (status, body) =

@@ -90,13 +90,13 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
     let redis = TestRedis::new();
     let bouncer = PgBouncer::start(2);
     let mut settings = Settings::default();
-    settings.database.url = bouncer.url(&db.name);
-    settings.database.direct_url = db.url.clone();
+    settings.database.url = bouncer.url(&db.name).into();
+    settings.database.direct_url = db.url.as_str().into();
     settings.database.transaction_pooler = true;
     settings.database.pool_max_size = Count::of(8);
-    settings.redis.url = redis.url.clone();
+    settings.redis.url = redis.url.as_str().into();
     settings.redis.namespace = redis.namespace.clone();
-    settings.auth.tokens = test_tokens();
+    settings.auth.tokens = test_tokens().into();
     settings.projector.batch_size = Count::of(50);
     settings.validate().expect("valid settings");
     // Through direct_url: the migration lock is a session lock.

@@ -158,14 +158,14 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
     let pg = PrivatePostgres::start();
     let redis = TestRedis::new();
     let mut settings = Settings::default();
-    settings.database.url = pg.url();
+    settings.database.url = pg.url().into();
     settings.database.connect_timeout_ms = Millis::of(1_000);
     settings.database.pool_wait_timeout_ms = Millis::of(1_000);
-    settings.redis.url = redis.url.clone();
+    settings.redis.url = redis.url.as_str().into();
     settings.redis.namespace = redis.namespace.clone();
     settings.projector.poll_interval_ms = Millis::of(50);
     settings.shutdown.grace_ms = Millis::of(2_000);
-    settings.auth.tokens = ledgerboard_testkit::test_tokens();
+    settings.auth.tokens = ledgerboard_testkit::test_tokens().into();
     settings.api.freshness_cache_ms = Millis::of(0);
     settings.reconciler.interval_ms = Millis::of(3_600_000);
     settings.validate().expect("settings");

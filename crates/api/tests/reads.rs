@@ -220,7 +220,7 @@ async fn redis_down_bounded_reads_use_the_database_and_eventual_reads_fail_fast(
     let env = TestEnv::new(|_| {}).await;
     board_with(&env, "b", &[("alice".into(), 10)]).await;
     let mut settings = env.settings.clone();
-    settings.redis.url = format!("redis://127.0.0.1:{}", closed_port());
+    settings.redis.url = format!("redis://127.0.0.1:{}", closed_port()).into();
     let app = app_with(&settings);
     let (status, bounded) = get(&app, "/v1/boards/b/top").await;
     assert_eq!(
@@ -246,7 +246,7 @@ async fn postgres_down_eventual_reads_use_the_projection_bounded_and_strong_fail
     .await;
     board_with(&env, "b", &[("alice".into(), 10), ("bob".into(), 7)]).await;
     let mut settings = env.settings.clone();
-    settings.database.url = format!("postgres://postgres@127.0.0.1:{}/x", closed_port());
+    settings.database.url = format!("postgres://postgres@127.0.0.1:{}/x", closed_port()).into();
     let app = app_with(&settings);
     let (status, eventual) = get(&app, "/v1/boards/b/top?consistency=eventual").await;
     assert_eq!(

@@ -131,3 +131,35 @@ async fn a_token_that_floods_meets_its_own_limit_and_an_honest_retry_after() {
     let (status, _, body) = api.post("season-eu", ANY).await;
     assert_eq!(status, StatusCode::CREATED, "after Retry-After: {body}");
 }
+
+/// The digests in `auth.tokens` say who may write: neither the api's settings nor the token
+/// table built from them show one in `Debug` (logs, assertion messages) or `Serialize`.
+#[test]
+fn settings_and_the_token_table_never_show_a_digest() {
+    let digest = hash_token(ANY);
+    let entry = format!("any={digest}@write:*");
+    let loaded = ledgerboard_core::config::load_from::<ledgerboard_api::settings::Sections>(
+        None,
+        Some(ledgerboard_core::config::env_map(&[
+            ("LEDGERBOARD__AUTH__TOKENS", entry.as_str()),
+            (
+                "LEDGERBOARD__DATABASE__URL",
+                "postgres://u:s3cret@db:5432/x",
+            ),
+        ])),
+    )
+    .expect("load");
+    let table = ledgerboard_core::auth::TokenTable::parse(&entry).expect("parse");
+    for text in [
+        format!("{:?}", loaded.settings),
+        serde_json::to_string(&loaded.settings.daemon).expect("serialize"),
+        serde_json::to_string(&loaded.settings.database).expect("serialize"),
+        format!("{table:?}"),
+    ] {
+        assert!(
+            !text.contains(&digest) && !text.contains("s3cret"),
+            "{text}"
+        );
+    }
+    assert!(table.authenticate(ANY).is_some());
+}

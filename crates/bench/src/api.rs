@@ -29,7 +29,7 @@ impl Stack {
         let (db, redis, mut settings) = crate::settings::fresh().await?;
         settings.database.pool_max_size = Count::new(clients)?;
         settings.redis.pool_max_size = Count::new(clients)?;
-        settings.auth.tokens = test_tokens();
+        settings.auth.tokens = test_tokens().into();
         // Every load client comes from one address: the per-address limit would measure itself.
         settings.api.rate_limit_per_s = 0;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -55,7 +55,7 @@ pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
     let (rows, cold_every): (i64, i64) = if quick { (20_000, 10) } else { (200_000, 20) };
     let db = TestDb::create().await;
     let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
+    settings.database.url = db.url.as_str().into();
     settings.projector.batch_size = Count::of(500);
     settings.projector.poll_interval_ms = Millis::of(100);
     migrate(&settings.database).await?;
@@ -68,7 +68,7 @@ pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
 
     let mut modes = Vec::new();
     let single = TestRedis::new();
-    settings.redis.url = single.url.clone();
+    settings.redis.url = single.url.as_str().into();
     settings.redis.namespace = single.namespace.clone();
     eprintln!("{boards} boards on one Redis");
     modes.push(drain_and_pass("single", &settings, &client, rows, boards).await?);
@@ -76,7 +76,7 @@ pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
 
     eprintln!("{boards} boards on a Redis Cluster of 3 masters");
     let cluster = RedisCluster::start()?;
-    settings.redis.url = cluster.seeds().join(",");
+    settings.redis.url = cluster.seeds().join(",").into();
     settings.redis.cluster = true;
     reset_outbox(&client).await?;
     modes.push(drain_and_pass("cluster", &settings, &client, rows, boards).await?);
@@ -144,8 +144,14 @@ async fn drain_and_pass(
     anyhow::ensure!(pending == 0, "{pending} rows left unpublished ({mode})");
 
     let env = [
-        ("LEDGERBOARD__DATABASE__URL", settings.database.url.clone()),
-        ("LEDGERBOARD__REDIS__URL", settings.redis.url.clone()),
+        (
+            "LEDGERBOARD__DATABASE__URL",
+            settings.database.url.as_str().to_owned(),
+        ),
+        (
+            "LEDGERBOARD__REDIS__URL",
+            settings.redis.url.as_str().to_owned(),
+        ),
         (
             "LEDGERBOARD__REDIS__CLUSTER",
             settings.redis.cluster.to_string(),

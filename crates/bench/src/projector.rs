@@ -52,7 +52,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     let users = rows / 20;
     let db = TestDb::create().await;
     let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
+    settings.database.url = db.url.as_str().into();
     settings.projector.batch_size = const { Count::of(BATCH) };
     settings.projector.poll_interval_ms = Millis::of(100);
     migrate(&settings.database).await?;

@@ -25,7 +25,7 @@ pub async fn fresh() -> anyhow::Result<(TestDb, TestRedis, Settings)> {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     let mut settings = Settings::default();
-    settings.database.url = db.url.clone();
+    settings.database.url = db.url.as_str().into();
     settings.redis.namespace = redis.namespace.clone();
     migrate(&settings.database).await?;
     Ok((db, redis, settings))

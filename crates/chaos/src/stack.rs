@@ -66,7 +66,7 @@ impl Stack {
         let mut url = url::Url::parse(&settings.database.url).context("database.url")?;
         url.set_path(&format!("/{db_name}"));
         let database = DatabaseSettings {
-            url: url.to_string(),
+            url: url.as_str().into(),
             ..settings.database.clone()
         };
         if let Err(e) = db::migrate(&database).await {
@@ -81,7 +81,7 @@ impl Stack {
         let db = Database::connect(&database, "lbchaos")?;
         let namespace = format!("{purpose}-{suffix}");
         let store = Store::connect(&RedisSettings {
-            url: redis_url.to_owned(),
+            url: redis_url.into(),
             namespace: namespace.clone(),
             ..settings.redis.clone()
         })?;

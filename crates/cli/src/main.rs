@@ -147,7 +147,13 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     let report = db::migrate(&settings.database)
         .await
         .context("lbctl migrate")?;
-    if report.applied.is_empty() {
+    let known = db::known_schema_version();
+    if report.after > known {
+        println!(
+            "schema is at version {}, one migration ahead of this lbctl's {known}: nothing to apply (the next release migrated it; a rollback keeps it)",
+            report.after
+        );
+    } else if report.applied.is_empty() {
         println!("schema is up to date at version {}", report.after);
     } else {
         for name in &report.applied {
@@ -173,7 +179,15 @@ async fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         println!("{value}");
     } else {
         match schema.applied {
-            Some(v) => println!("schema:  version {v} (this lbctl knows {})", schema.known),
+            Some(v) if v == schema.known => {
+                println!("schema:  version {v} (this lbctl knows {})", schema.known)
+            }
+            // Why this release's daemons do or do not run against it.
+            Some(v) => println!(
+                "schema:  version {v} (this lbctl knows {}): {}",
+                schema.known,
+                schema.describe()
+            ),
             None => println!("schema:  none applied (run `lbctl migrate`)"),
         }
         if let Some(o) = outbox {

@@ -61,6 +61,7 @@ async fn migrate_is_idempotent_and_status_reports_the_outbox() {
     assert!(ok, "{err}");
     let status: serde_json::Value = serde_json::from_str(&out).expect("JSON status");
     assert_eq!(status["schema"]["applied"], status["schema"]["known"]);
+    assert_eq!(status["schema"]["ahead"], serde_json::json!(0));
     assert_eq!(status["outbox"]["pending"], serde_json::json!(2));
     let age = status["outbox"]["oldest_pending_age_ms"]
         .as_i64()
@@ -150,8 +151,11 @@ async fn rebuild_builds_a_board_from_the_source() {
     env.seed("weekly", 300, 900).await;
     let output = std::process::Command::new(LBCTL)
         .args(["rebuild", "--board", "weekly"])
-        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
-        .env("LEDGERBOARD__REDIS__URL", &env.settings.redis.url)
+        .env(
+            "LEDGERBOARD__DATABASE__URL",
+            env.settings.database.url.as_str(),
+        )
+        .env("LEDGERBOARD__REDIS__URL", env.settings.redis.url.as_str())
         .env(
             "LEDGERBOARD__REDIS__NAMESPACE",
             &env.settings.redis.namespace,
@@ -170,7 +174,10 @@ async fn rebuild_builds_a_board_from_the_source() {
 
     let bad = std::process::Command::new(LBCTL)
         .args(["rebuild", "--board", "no{braces}"])
-        .env("LEDGERBOARD__DATABASE__URL", &env.settings.database.url)
+        .env(
+            "LEDGERBOARD__DATABASE__URL",
+            env.settings.database.url.as_str(),
+        )
         .output()
         .expect("run lbctl rebuild");
     assert!(!bad.status.success());

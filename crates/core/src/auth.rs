@@ -25,11 +25,23 @@ pub enum Scope {
 }
 
 /// One configured token: its name (for logs and rate limits), digest and scopes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TokenEntry {
     pub name: String,
     digest: [u8; 32],
     scopes: Vec<Scope>,
+}
+
+// Not derived: the digest says who may write, and `Debug` output reaches logs and assertion
+// messages.
+impl std::fmt::Debug for TokenEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenEntry")
+            .field("name", &self.name)
+            .field("digest", &"***")
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 impl TokenEntry {

@@ -12,7 +12,7 @@ use ledgerboard_testkit::{TestDb, wait_until};
 async fn an_abandoned_query_is_cancelled_and_its_connection_leaves_the_pool() {
     let test_db = TestDb::create().await;
     let settings = DatabaseSettings {
-        url: test_db.url.clone(),
+        url: test_db.url.as_str().into(),
         ..DatabaseSettings::default()
     };
     let db = Database::connect(&settings, "abandoned-test").expect("pool");

@@ -9,7 +9,7 @@ use ledgerboard_testkit::TestDb;
 async fn migrated_db() -> (TestDb, tokio_postgres::Client) {
     let db = TestDb::create().await;
     let settings = DatabaseSettings {
-        url: db.url.clone(),
+        url: db.url.as_str().into(),
         ..DatabaseSettings::default()
     };
     migrate(&settings).await.expect("migrate");

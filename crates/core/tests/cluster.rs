@@ -32,7 +32,7 @@ fn entries(version: i64) -> Vec<ProjectionEntry> {
 async fn cluster_mode_survives_slot_moves_and_failover() {
     let cluster = RedisCluster::start().expect("a local Redis Cluster");
     let settings = RedisSettings {
-        url: cluster.seeds().join(","),
+        url: cluster.seeds().join(",").into(),
         cluster: true,
         namespace: "clustertest".into(),
         ..RedisSettings::default()

@@ -1,12 +1,14 @@
 //! Migrations and the schema check, against the real PostgreSQL.
 
 use ledgerboard_core::config::DatabaseSettings;
-use ledgerboard_core::db::{Database, StoreError, check_schema, known_schema_version, migrate};
+use ledgerboard_core::db::{
+    Compatibility, Database, StoreError, check_schema, known_schema_version, migrate,
+};
 use ledgerboard_testkit::TestDb;
 
 fn settings(db: &TestDb) -> DatabaseSettings {
     DatabaseSettings {
-        url: db.url.clone(),
+        url: db.url.as_str().into(),
         ..DatabaseSettings::default()
     }
 }
@@ -71,11 +73,26 @@ async fn concurrent_migrations_apply_once() {
     assert_eq!(check.applied, Some(known_schema_version()));
 }
 
+/// A row in refinery's history table as refinery writes it, for a migration this build does
+/// not embed (a newer release's).
+async fn plant_version(db: &TestDb, version: i32) {
+    db.client()
+        .await
+        .execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES ($1, 'from_the_future', now()::text, '0')",
+            &[&version],
+        )
+        .await
+        .expect("plant a future version");
+}
+
 #[tokio::test]
-async fn schema_check_refuses_missing_and_newer_schemas() {
+async fn schema_check_accepts_the_next_release_and_refuses_missing_and_later_schemas() {
     let db = TestDb::create().await;
     let s = settings(&db);
     let pool = Database::connect(&s, "t").expect("pool");
+    let known = known_schema_version();
 
     let empty = check_schema(&pool).await.expect("check empty");
     assert_eq!(empty.applied, None);
@@ -86,30 +103,56 @@ async fn schema_check_refuses_missing_and_newer_schemas() {
     );
 
     migrate(&s).await.expect("migrate");
-    check_schema(&pool)
-        .await
-        .expect("check")
-        .ensure_compatible()
-        .expect("current schema");
+    let current = check_schema(&pool).await.expect("check");
+    assert_eq!((current.applied, current.ahead), (Some(known), 0));
+    assert_eq!(
+        current.ensure_compatible().expect("current schema"),
+        Compatibility::Current
+    );
 
-    // A newer binary migrated this database: this one must refuse to run, and to migrate.
-    let client = db.client().await;
-    client
-        .execute(
-            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
-             VALUES ($1, 'from_the_future', now()::text, '0')",
-            &[&(known_schema_version() + 1)],
-        )
-        .await
-        .expect("plant a future version");
+    // The next release migrated this database (a rolling upgrade, or a rollback after it):
+    // this one runs, and its `migrate` leaves the schema as it is.
+    plant_version(&db, known + 1).await;
+    let next = check_schema(&pool).await.expect("check");
+    assert_eq!((next.applied, next.ahead), (Some(known + 1), 1));
+    assert_eq!(
+        next.ensure_compatible().expect("N+1"),
+        Compatibility::OneAhead
+    );
+    assert!(
+        next.describe().contains("one migration ahead"),
+        "{}",
+        next.describe()
+    );
+    let report = migrate(&s).await.expect("migrate leaves N+1 alone");
+    assert_eq!(
+        (report.before, report.after, report.applied.len()),
+        (Some(known + 1), known + 1, 0)
+    );
+
+    // Counted in migrations, not version numbers: a gap (refinery allows them) is still one.
+    let gap = TestDb::create().await;
+    migrate(&settings(&gap)).await.expect("migrate");
+    plant_version(&gap, known + 10).await;
+    let gap_pool = Database::connect(&settings(&gap), "t").expect("pool");
+    let gapped = check_schema(&gap_pool).await.expect("check");
+    assert_eq!(
+        gapped.ensure_compatible().expect("one ahead"),
+        Compatibility::OneAhead
+    );
+
+    // Two releases ahead: this binary must refuse to run, and to migrate.
+    plant_version(&db, known + 2).await;
     let err = check_schema(&pool)
         .await
         .expect("check")
         .ensure_compatible()
-        .expect_err("newer");
-    assert!(err.to_string().contains("newer"), "{err}");
-    let err = migrate(&s)
-        .await
-        .expect_err("migrate refuses a newer schema");
+        .expect_err("N+2");
+    assert!(
+        err.to_string().contains("2 migrations newer")
+            && err.to_string().contains("deploy the newer binary"),
+        "{err}"
+    );
+    let err = migrate(&s).await.expect_err("migrate refuses N+2");
     assert!(err.to_string().contains("newer"), "{err}");
 }

@@ -11,7 +11,7 @@ use ledgerboard_testkit::{BlackHole, TestRedis};
 async fn pool_reaches_redis_within_its_namespace() {
     let redis = TestRedis::new();
     let settings = RedisSettings {
-        url: redis.url.clone(),
+        url: redis.url.as_str().into(),
         namespace: redis.namespace.clone(),
         ..RedisSettings::default()
     };
@@ -32,7 +32,7 @@ async fn pool_reaches_redis_within_its_namespace() {
 async fn a_silent_redis_fails_within_the_timeouts() {
     let hole = BlackHole::start();
     let settings = RedisSettings {
-        url: format!("redis://{}", hole.addr()),
+        url: format!("redis://{}", hole.addr()).into(),
         connect_timeout_ms: Millis::of(300),
         response_timeout_ms: Millis::of(300),
         ..RedisSettings::default()

@@ -58,7 +58,7 @@ const QUIET: Duration = Duration::from_millis(100);
 async fn commands_wake_the_projectors_with_coalesced_notifications() {
     let test_db = TestDb::create().await;
     let settings = DatabaseSettings {
-        url: test_db.url.clone(),
+        url: test_db.url.as_str().into(),
         pool_max_size: Count::of(20),
         ..DatabaseSettings::default()
     };

@@ -174,7 +174,7 @@ async fn daemons_keep_the_contract_on_a_cluster_through_failover_and_slot_migrat
         env.push((k.to_owned(), v.to_owned()));
     }
     let redis = RedisSettings {
-        url: seeds,
+        url: seeds.into(),
         cluster: true,
         namespace,
         ..RedisSettings::default()

@@ -64,8 +64,8 @@ pub fn settings_for<D: ledgerboard_core::config::DaemonSection>(
     let mut settings = ledgerboard_core::config::read_from::<D>(None, Some(values))
         .expect("the test values load")
         .settings;
-    settings.database.url = database_url.to_owned();
-    settings.redis.url = redis.url.clone();
+    settings.database.url = database_url.into();
+    settings.redis.url = redis.url.as_str().into();
     settings.redis.namespace = redis.namespace.clone();
     settings
 }
@@ -390,12 +390,44 @@ pub fn wait_until_blocking(
 /// Applies the schema to the database at `url`.
 pub async fn migrate(url: &str) {
     let settings = ledgerboard_core::config::DatabaseSettings {
-        url: url.to_owned(),
+        url: url.into(),
         ..Default::default()
     };
     ledgerboard_core::db::migrate(&settings)
         .await
         .expect("migrate the test database");
+}
+
+/// The migrations this build embeds, as `lbctl migrate` applies them.
+mod embedded {
+    refinery::embed_migrations!("../../migrations");
+}
+
+/// Applies `next` as the migrations of releases after this build's (the first is numbered N+1,
+/// N being [`ledgerboard_core::db::known_schema_version`], the next N+2, …), on a database that
+/// `lbctl migrate` of this build migrated: as the next release's `lbctl migrate` would, through
+/// refinery's runner over this build's migrations and these, so they are checked and recorded
+/// in refinery's history table exactly as refinery records its own. Those already applied are
+/// skipped (call it again with one more to go one further). Returns the newest version.
+pub async fn apply_next_migrations(db: &TestDb, next: &[(&str, &str)]) -> i32 {
+    let known = ledgerboard_core::db::known_schema_version();
+    let mut all: Vec<refinery::Migration> = embedded::migrations::runner().get_migrations().clone();
+    let mut version = known;
+    for (name, sql) in next {
+        version += 1;
+        all.push(
+            refinery::Migration::unapplied(&format!("V{version}__{name}"), sql)
+                .unwrap_or_else(|e| panic!("migration {name}: {e}")),
+        );
+    }
+    let mut client = db.client().await;
+    refinery::Runner::new(&all)
+        .set_abort_divergent(true)
+        .set_abort_missing(true)
+        .run_async(&mut client)
+        .await
+        .unwrap_or_else(|e| panic!("applying the next releases' migrations: {e}"));
+    version
 }
 
 /// The environment that points a daemon at a test's database and Redis namespace.

@@ -85,7 +85,7 @@ pub async fn test_api(tokens: String, tweak: impl FnOnce(&mut Settings)) -> Test
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     let mut settings: Settings = settings_for(&db.url, &redis, &[]);
-    settings.auth.tokens = tokens;
+    settings.auth.tokens = tokens.into();
     tweak(&mut settings);
     settings.validate().expect("valid settings");
     ledgerboard_core::db::migrate(&settings.database)

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, Count, Millis, invalid};
+use super::{ConfigError, Count, Millis, SecretUrl, invalid};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DatabaseSettings {
-    /// `postgres://user:password@host:port/dbname`. Never logged with its password.
-    pub url: String,
+    /// `postgres://user:password@host:port/dbname`. Never shown with its password.
+    pub url: SecretUrl,
     /// Upper bound on connections this process opens.
     pub pool_max_size: Count<1, 1_000>,
     /// Bound on establishing one connection (TCP + start-up).
@@ -28,8 +28,8 @@ pub struct DatabaseSettings {
     /// docs/operations.md).
     pub transaction_pooler: bool,
     /// A direct connection to PostgreSQL for what needs a session of its own: the projectors'
-    /// LISTEN and the migration lock. Empty: `url`.
-    pub direct_url: String,
+    /// LISTEN and the migration lock. Empty: `url`. Never shown with its password.
+    pub direct_url: SecretUrl,
 }
 
 impl Default for DatabaseSettings {
@@ -42,7 +42,7 @@ impl Default for DatabaseSettings {
             statement_timeout_ms: const { Millis::of(5_000) },
             startup_timeout_ms: const { Millis::of(120_000) },
             transaction_pooler: false,
-            direct_url: String::new(),
+            direct_url: SecretUrl::default(),
         }
     }
 }

@@ -6,13 +6,16 @@
 //! daemon's crate (`settings.rs`) as a [`DaemonSection`]. It does not read the other daemons'
 //! sections at all, so a value there that this binary would not understand cannot stop it.
 //! A value of the wrong type or outside its bound in a section it reads stops it with a
-//! message that names the setting; a name it does not know is ignored and reported (see
-//! [`Loaded::ignored`]), so a file written for a newer version still loads after a rollback.
+//! message that names the setting; a name it does not know is ignored and reported with the
+//! closest name it knows, and another daemon's section is named as such (see
+//! [`Loaded::not_read`]), so a file written for a newer version still loads after a rollback
+//! and a typo stays loud.
 
 mod bounds;
 mod database;
 mod log;
 mod redis;
+mod secret;
 mod shutdown;
 mod telemetry;
 
@@ -27,6 +30,7 @@ pub use bounds::{Count, Millis, OutOfRange};
 pub use database::{DatabaseSettings, parse_postgres_url};
 pub use log::{LogFormat, LogSettings};
 pub use redis::RedisSettings;
+pub use secret::{Redaction, Secret, SecretUrl, UrlPassword, Whole};
 pub use shutdown::ShutdownSettings;
 pub use telemetry::TelemetrySettings;
 
@@ -83,6 +87,17 @@ pub struct Settings<D = SharedOnly> {
 
 /// The names of the shared sections, as in the file.
 pub const SHARED_SECTIONS: [&str; 5] = ["database", "redis", "shutdown", "log", "telemetry"];
+
+/// Every daemon's own sections and the binary that reads each (`reconciler` also `lbctl
+/// rebuild`): a binary that meets another daemon's section names it as such instead of
+/// calling it unknown. A daemon that adds a section lists it here; until then the other
+/// binaries warn about it as an unknown section.
+pub const DAEMON_SECTIONS: [(&str, &str); 4] = [
+    ("api", "ledgerboard-api"),
+    ("auth", "ledgerboard-api"),
+    ("projector", "ledgerboard-projector"),
+    ("reconciler", "ledgerboard-reconciler"),
+];
 
 impl<D> Deref for Settings<D> {
     type Target = D;
@@ -166,19 +181,94 @@ impl<D: DaemonSection> Settings<D> {
 pub struct Loaded<D> {
     pub settings: Settings<D>,
     /// Names (`section.name`) in the sections this binary reads that it does not know: typos,
-    /// or settings of a newer version. Each daemon logs them as warnings.
+    /// or settings of a newer version (the [`NotRead::UnknownSetting`]s of `not_read`).
     pub ignored: Vec<String>,
+    /// Everything in the sources that this binary does not read, in name order: unknown names
+    /// in its sections (with the closest known one), other daemons' sections, and sections no
+    /// daemon has. Each daemon logs them at start-up.
+    pub not_read: Vec<NotRead>,
 }
 
 impl<D> Loaded<D> {
-    /// The names of [`Loaded::ignored`] outside the shared sections (for a tool that loaded
-    /// those already and reported theirs).
-    pub fn ignored_in_daemon_sections(&self) -> impl Iterator<Item = &str> {
-        self.ignored.iter().map(String::as_str).filter(|name| {
-            !SHARED_SECTIONS
+    /// The unknown names of [`Loaded::not_read`] outside the shared sections (for a tool that
+    /// loaded those already and reported what it did not read there).
+    pub fn ignored_in_daemon_sections(&self) -> impl Iterator<Item = &NotRead> {
+        self.not_read.iter().filter(|n| match n {
+            NotRead::UnknownSetting { setting, .. } => !SHARED_SECTIONS
                 .iter()
-                .any(|s| name.split('.').next() == Some(s))
+                .any(|s| setting.split('.').next() == Some(s)),
+            _ => false,
         })
+    }
+}
+
+/// Something in the settings file or the environment that a binary does not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRead {
+    /// A name in a section the binary reads that it does not know: a typo, or a setting of a
+    /// newer version still there after a rollback. `closest`: the nearest name it knows, if
+    /// one is near enough to be the one meant.
+    UnknownSetting {
+        setting: String,
+        closest: Option<String>,
+    },
+    /// Another daemon's section (see [`DAEMON_SECTIONS`]): read by `daemon`, not by this one.
+    OtherDaemonsSection {
+        section: String,
+        daemon: &'static str,
+    },
+    /// A section no daemon has, with the nearest section name that exists.
+    UnknownSection {
+        section: String,
+        closest: Option<String>,
+    },
+}
+
+impl NotRead {
+    /// The start-up log line for it, naming `binary` (the one that ignores it).
+    pub fn message(&self, binary: &str) -> String {
+        match self {
+            NotRead::UnknownSetting { setting, closest } => {
+                let env = env_name(setting);
+                match closest {
+                    Some(c) => format!(
+                        "unknown setting {setting} ({env}) ignored: did you mean {c} ({})?",
+                        env_name(c)
+                    ),
+                    None => format!(
+                        "unknown setting {setting} ({env}) ignored: {binary} has no such setting (a typo, or a setting of a newer version)"
+                    ),
+                }
+            }
+            NotRead::OtherDaemonsSection { section, daemon } => {
+                format!("{section}.* is {daemon}'s section: ignored by {binary}")
+            }
+            NotRead::UnknownSection { section, closest } => match closest {
+                Some(c) => format!(
+                    "unknown section {section} ignored: did you mean {c}? (LEDGERBOARD__{}__…)",
+                    c.to_uppercase()
+                ),
+                None => format!(
+                    "unknown section {section} ignored: no ledgerboard binary has it (a typo, or a section of a newer version)"
+                ),
+            },
+        }
+    }
+
+    /// Whether it may be a mistake (logged as a warning), or only another daemon's section in
+    /// a file or environment shared by all of them (logged as information, so that a shared
+    /// ConfigMap does not warn at every start).
+    pub fn is_warning(&self) -> bool {
+        !matches!(self, NotRead::OtherDaemonsSection { .. })
+    }
+
+    /// The name it is about: `section.name`, or a section's name.
+    pub fn name(&self) -> &str {
+        match self {
+            NotRead::UnknownSetting { setting, .. } => setting,
+            NotRead::OtherDaemonsSection { section, .. }
+            | NotRead::UnknownSection { section, .. } => section,
+        }
     }
 }
 
@@ -264,8 +354,17 @@ pub fn read_from<D: DaemonSection>(
     settings.daemon = merged.clone().try_deserialize()?;
     let mut known = names(shared_defaults)?;
     known.extend(names(daemon_defaults)?);
-    let ignored = unknown(&known, &names(merged)?);
-    Ok(Loaded { settings, ignored })
+    let not_read = not_read(&known, &names(merged)?);
+    let ignored = not_read
+        .iter()
+        .filter(|n| matches!(n, NotRead::UnknownSetting { .. }))
+        .map(|n| n.name().to_owned())
+        .collect();
+    Ok(Loaded {
+        settings,
+        ignored,
+        not_read,
+    })
 }
 
 /// Section → the names set in it.
@@ -284,21 +383,63 @@ fn names(source: config::Config) -> Result<BTreeMap<String, BTreeSet<String>>, C
         .collect())
 }
 
-/// The names given in a known section that the section does not have.
-fn unknown(
+/// What `given` holds that `known` (the sections this binary reads) does not: names in a
+/// known section that it does not have, with the closest known name, and whole sections,
+/// another daemon's or no daemon's.
+fn not_read(
     known: &BTreeMap<String, BTreeSet<String>>,
     given: &BTreeMap<String, BTreeSet<String>>,
-) -> Vec<String> {
-    known
+) -> Vec<NotRead> {
+    let known_names: Vec<String> = known
         .iter()
-        .flat_map(|(section, keys)| {
-            given
-                .get(section)
-                .into_iter()
-                .flat_map(move |set| set.difference(keys))
-                .map(move |key| format!("{section}.{key}"))
-        })
-        .collect()
+        .flat_map(|(section, keys)| keys.iter().map(move |k| format!("{section}.{k}")))
+        .collect();
+    let mut out = Vec::new();
+    for (section, keys) in given {
+        match known.get(section) {
+            Some(known_keys) => out.extend(keys.difference(known_keys).map(|key| {
+                let setting = format!("{section}.{key}");
+                NotRead::UnknownSetting {
+                    closest: closest(&setting, &known_names).cloned(),
+                    setting,
+                }
+            })),
+            None => out.push(
+                match DAEMON_SECTIONS.iter().find(|(name, _)| name == section) {
+                    Some((_, daemon)) => NotRead::OtherDaemonsSection {
+                        section: section.clone(),
+                        daemon,
+                    },
+                    None => {
+                        let sections = SHARED_SECTIONS
+                            .iter()
+                            .chain(DAEMON_SECTIONS.iter().map(|(name, _)| name));
+                        NotRead::UnknownSection {
+                            closest: closest(section, sections).map(|s| (*s).to_owned()),
+                            section: section.clone(),
+                        }
+                    }
+                },
+            ),
+        }
+    }
+    out
+}
+
+/// The candidate nearest to `name` by edit distance (a swap of two neighbouring letters
+/// counts as one edit), if it is near enough to be the one meant: at most 2 edits, or a
+/// quarter of the name's length for longer names. Ties go to the first candidate.
+fn closest<'a, S: AsRef<str> + ?Sized + 'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a S>,
+) -> Option<&'a S> {
+    let limit = (name.chars().count() / 4).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (strsim::osa_distance(name, c.as_ref()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }
 
 /// `value` within `min..=max`, or the error that names `setting`: for the bounds that depend
@@ -411,19 +552,149 @@ pub(crate) mod tests {
         .expect("unknown names do not stop a daemon");
         assert_eq!(loaded.settings, Settings::default());
         assert_eq!(loaded.ignored, ["database.new_knob", "database.urll"]);
+        assert_eq!(
+            loaded.not_read,
+            [
+                NotRead::OtherDaemonsSection {
+                    section: "api".into(),
+                    daemon: "ledgerboard-api",
+                },
+                NotRead::UnknownSetting {
+                    setting: "database.new_knob".into(),
+                    closest: None,
+                },
+                NotRead::UnknownSetting {
+                    setting: "database.urll".into(),
+                    closest: Some("database.url".into()),
+                },
+                NotRead::UnknownSection {
+                    section: "newsection".into(),
+                    closest: None,
+                },
+                NotRead::OtherDaemonsSection {
+                    section: "projector".into(),
+                    daemon: "ledgerboard-projector",
+                },
+            ]
+        );
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A typo is named with the setting meant, in the file or the environment; a name far
+    /// from every known one gets no guess.
+    #[test]
+    fn unknown_names_come_with_the_closest_known_one() {
+        let known = [
+            "api.max_lag_ms",
+            "api.listen",
+            "database.url",
+            "database.direct_url",
+            "database.pool_max_size",
+            "redis.pool_max_size",
+        ];
+        for (typo, meant) in [
+            ("api.max_lag_m", Some("api.max_lag_ms")),
+            ("api.max_lga_ms", Some("api.max_lag_ms")),
+            ("api.lisen", Some("api.listen")),
+            ("database.urll", Some("database.url")),
+            ("database.directurl", Some("database.direct_url")),
+            ("database.pool_size_max", None),
+            ("api.new_knob", None),
+            ("redis.pool_max_sizes", Some("redis.pool_max_size")),
+        ] {
+            assert_eq!(closest(typo, known), meant, "{typo}");
+        }
+        assert_eq!(
+            closest("databse", SHARED_SECTIONS.iter()),
+            Some(&"database")
+        );
+        assert_eq!(closest("reddis", SHARED_SECTIONS.iter()), Some(&"redis"));
+        assert_eq!(closest("x", SHARED_SECTIONS.iter()), None);
+
+        let loaded = load_from::<SharedOnly>(
+            None,
+            env(&[
+                ("LEDGERBOARD__DATABASE__POOL_MAX_SIZ", "3"),
+                ("LEDGERBOARD__DATABSE__URL", "postgres://elsewhere/x"),
+            ]),
+        )
+        .expect("typos do not stop a daemon");
+        let messages: Vec<String> = loaded.not_read.iter().map(|n| n.message("lbctl")).collect();
+        assert_eq!(
+            messages,
+            [
+                "unknown setting database.pool_max_siz (LEDGERBOARD__DATABASE__POOL_MAX_SIZ) ignored: did you mean database.pool_max_size (LEDGERBOARD__DATABASE__POOL_MAX_SIZE)?",
+                "unknown section databse ignored: did you mean database? (LEDGERBOARD__DATABASE__…)",
+            ]
+        );
+        assert!(loaded.not_read.iter().all(NotRead::is_warning));
+        assert_eq!(
+            NotRead::OtherDaemonsSection {
+                section: "projector".into(),
+                daemon: "ledgerboard-projector"
+            }
+            .message("ledgerboard-api"),
+            "projector.* is ledgerboard-projector's section: ignored by ledgerboard-api"
+        );
     }
 
     #[test]
     fn a_tool_reports_only_the_names_of_the_daemon_sections_it_adds() {
+        let unknown = |setting: &str| NotRead::UnknownSetting {
+            setting: setting.to_owned(),
+            closest: None,
+        };
         let loaded: Loaded<SharedOnly> = Loaded {
             settings: Settings::default(),
             ignored: vec!["database.urll".to_owned(), "reconciler.new_knob".to_owned()],
+            not_read: vec![
+                unknown("database.urll"),
+                unknown("reconciler.new_knob"),
+                NotRead::OtherDaemonsSection {
+                    section: "api".into(),
+                    daemon: "ledgerboard-api",
+                },
+            ],
         };
         assert_eq!(
             loaded.ignored_in_daemon_sections().collect::<Vec<_>>(),
-            ["reconciler.new_knob"]
+            [&unknown("reconciler.new_knob")]
         );
+    }
+
+    /// Passwords in the URLs never reach a log line, a settings dump or an assertion message
+    /// built from the settings: `Debug` and `Serialize` show them as `***`.
+    #[test]
+    fn secrets_never_show_in_debug_or_serialize() {
+        let settings = load(env(&[
+            (
+                "LEDGERBOARD__DATABASE__URL",
+                "postgres://u:s3cret-db@db:5432/x",
+            ),
+            (
+                "LEDGERBOARD__DATABASE__DIRECT_URL",
+                "postgres://u:s3cret-direct@db:5432/x",
+            ),
+            (
+                "LEDGERBOARD__REDIS__URL",
+                "redis://:s3cret-redis@cache:6379",
+            ),
+        ]))
+        .expect("load");
+        let shown = [
+            format!("{settings:?}"),
+            format!("{settings:#?}"),
+            serde_json::to_string(&settings).expect("serialize"),
+        ];
+        for text in &shown {
+            assert!(!text.contains("s3cret"), "{text}");
+        }
+        assert!(
+            shown[2].contains("postgres://u:***@db:5432/x"),
+            "{}",
+            shown[2]
+        );
+        assert!(shown[2].contains("redis://:***@cache:6379"), "{}", shown[2]);
     }
 
     #[test]

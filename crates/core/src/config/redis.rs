@@ -4,14 +4,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, Count, Millis, invalid};
+use super::{ConfigError, Count, Millis, SecretUrl, invalid};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RedisSettings {
     /// The server's URL; in cluster mode, one or more nodes' URLs separated by commas (the
-    /// seeds from which the client learns the cluster).
-    pub url: String,
+    /// seeds from which the client learns the cluster). Never shown with its password.
+    pub url: SecretUrl,
     /// `url` names Redis Cluster nodes: keys are placed by slot and pipelines split per slot.
     pub cluster: bool,
     /// Prefix of every key (see `keys`), so deployments and tests can share one Redis.

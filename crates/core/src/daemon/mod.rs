@@ -1,7 +1,7 @@
 //! Start-up steps every daemon shares: settings, logs, then a database that answers and holds
-//! exactly the schema this binary was built for; the admin server ([`admin`]) and the outbox
-//! gauges ([`outbox_gauges`]); the process around them ([`process`]: runtime, signal, stores,
-//! background tasks, stop).
+//! the schema this binary was built for or the next release's; the admin server ([`admin`])
+//! and the outbox gauges ([`outbox_gauges`]); the process around them ([`process`]: runtime,
+//! signal, stores, background tasks, stop).
 //!
 //! The top layer of core: it may import every other module, and none imports it.
 
@@ -16,8 +16,8 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DaemonSection, Loaded, Settings};
-use crate::db::{Database, StoreError, check_schema, wait_until_reachable};
+use crate::config::{DaemonSection, Loaded, NotRead, Settings};
+use crate::db::{Compatibility, Database, StoreError, check_schema, wait_until_reachable};
 use crate::telemetry::Telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -67,9 +67,11 @@ pub fn start<D: DaemonSection>(
     service: &'static str,
     config_file: Option<&Path>,
 ) -> Result<(Settings<D>, Telemetry), StartupError> {
-    let Loaded { settings, ignored } = crate::config::load::<D>(config_file)?;
+    let Loaded {
+        settings, not_read, ..
+    } = crate::config::load::<D>(config_file)?;
     let telemetry = crate::telemetry::init(service, &settings.log, &settings.telemetry)?;
-    warn_ignored(&ignored);
+    report_not_read(service, &not_read);
     Ok((settings, telemetry))
 }
 
@@ -77,9 +79,11 @@ pub fn start<D: DaemonSection>(
 pub fn load_settings<D: DaemonSection>(
     config_file: Option<&Path>,
 ) -> Result<Settings<D>, StartupError> {
-    let Loaded { settings, ignored } = crate::config::load::<D>(config_file)?;
+    let Loaded {
+        settings, not_read, ..
+    } = crate::config::load::<D>(config_file)?;
     crate::telemetry::init_logging(&settings.log);
-    warn_ignored(&ignored);
+    report_not_read(&binary_name(), &not_read);
     Ok(settings)
 }
 
@@ -90,24 +94,36 @@ pub fn load_daemon_settings<D: DaemonSection>(
     config_file: Option<&Path>,
 ) -> Result<Settings<D>, StartupError> {
     let loaded = crate::config::load::<D>(config_file)?;
-    let ignored: Vec<String> = loaded
-        .ignored_in_daemon_sections()
-        .map(str::to_owned)
-        .collect();
-    warn_ignored(&ignored);
+    let not_read: Vec<NotRead> = loaded.ignored_in_daemon_sections().cloned().collect();
+    report_not_read(&binary_name(), &not_read);
     Ok(loaded.settings)
 }
 
-/// Names the settings file or environment set that this version does not know (a typo, or a
-/// setting of a newer version after a rollback): logged, never fatal.
-fn warn_ignored(ignored: &[String]) {
-    for setting in ignored {
-        tracing::warn!(
-            setting,
-            env = crate::config::env_name(setting),
-            "unknown setting ignored"
-        );
+/// Says what the settings file or the environment holds that `binary` does not read, never
+/// fatal: an unknown name (a typo, with the closest known name, or a setting of a newer version
+/// after a rollback) and a section no daemon has as warnings; another daemon's section, which
+/// a file or ConfigMap shared by the daemons always holds, as information.
+fn report_not_read(binary: &str, not_read: &[NotRead]) {
+    for item in not_read {
+        let message = item.message(binary);
+        if item.is_warning() {
+            tracing::warn!(setting = item.name(), "{message}");
+        } else {
+            tracing::info!(section = item.name(), "{message}");
+        }
     }
+}
+
+/// This process's binary, as its messages name it (`lbctl`), from its first argument.
+fn binary_name() -> String {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .and_then(|arg| Path::new(arg).file_name())
+        .map_or_else(
+            || "this binary".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        )
 }
 
 /// Opens the pool, waits for PostgreSQL (bounded by `database.startup_timeout_ms`) and checks
@@ -123,7 +139,21 @@ pub async fn open_database<D: Sync>(
         return Ok(None);
     }
     let schema = check_schema(&db).await?;
-    schema.ensure_compatible()?;
-    tracing::info!(schema_version = schema.known, "PostgreSQL ready");
+    let compatibility = schema.ensure_compatible()?;
+    // Said at every start, so that a pod of the previous release running against the next
+    // schema (a rolling upgrade, a rollback) is visible as such in its log.
+    let message = schema.describe();
+    match compatibility {
+        Compatibility::Current => tracing::info!(
+            schema_version = schema.applied,
+            binary_schema_version = schema.known,
+            "PostgreSQL ready: {message}"
+        ),
+        Compatibility::OneAhead => tracing::warn!(
+            schema_version = schema.applied,
+            binary_schema_version = schema.known,
+            "PostgreSQL ready: {message}"
+        ),
+    }
     Ok(Some(db))
 }

@@ -19,7 +19,9 @@ pub mod wakeup;
 
 pub use errors::StoreError;
 pub use metrics::{Op, timed};
-pub use migrations::{MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate};
+pub use migrations::{
+    Compatibility, MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate,
+};
 pub use pool::{Database, wait_until_reachable};
 pub use statement::{Params, Statement, StatementClient, Statements, commit};
 pub use status::{OutboxStatus, STATUS, outbox_status};
