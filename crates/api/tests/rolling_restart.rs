@@ -116,8 +116,9 @@ async fn a_rolling_restart_behind_a_load_balancer_fails_no_request() {
     env.extend(
         [
             ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
-            // Ten poll periods: the proxy sees the api unready long before it stops accepting.
-            ("LEDGERBOARD__API__DRAIN_DELAY_MS", "1000"),
+            // Twenty poll periods: the proxy sees the api unready long before it stops accepting,
+            // even on a loaded machine.
+            ("LEDGERBOARD__API__DRAIN_DELAY_MS", "2000"),
             ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "5000"),
             // Every client comes from 127.0.0.1.
             ("LEDGERBOARD__API__RATE_LIMIT_PER_S", "0"),
