@@ -30,7 +30,9 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{ClientKey, TrustedProxies};
+use crate::metrics::{ConnectionClosed, metrics};
 use crate::settings::ApiSettings;
+use ledgerboard_core::telemetry::metrics::Label;
 
 /// A token that fires `delay` after `shutdown` does: when the api stops accepting. Between the
 /// two the api serves as before while its `/readyz` (watching `shutdown`) answers draining.
@@ -94,6 +96,9 @@ pub async fn serve(
             Some(slot) => slot,
             None => {
                 tracing::debug!(%peer, "connection refused: too many from this client");
+                metrics()
+                    .connections_closed
+                    .add(1, &[ConnectionClosed::PerClientCap.key_value()]);
                 // Dropping the stream closes it; the permit goes back with it.
                 continue;
             }
@@ -181,6 +186,8 @@ struct WriteTimeout<S> {
     inner: S,
     limit: Duration,
     stalled: Option<Pin<Box<Sleep>>>,
+    /// Whether this connection's timeout was counted.
+    counted: bool,
 }
 
 impl<S> WriteTimeout<S> {
@@ -189,6 +196,7 @@ impl<S> WriteTimeout<S> {
             inner,
             limit,
             stalled: None,
+            counted: false,
         }
     }
 
@@ -199,10 +207,19 @@ impl<S> WriteTimeout<S> {
             .stalled
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the client took no bytes of its response for {limit:?}"),
-            ))),
+            Poll::Ready(()) => {
+                // Counted once: the connection ends with this error.
+                if !self.counted {
+                    self.counted = true;
+                    metrics()
+                        .connections_closed
+                        .add(1, &[ConnectionClosed::WriteTimeout.key_value()]);
+                }
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("the client took no bytes of its response for {limit:?}"),
+                )))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_harness::http;
-use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, migrate};
+use ledgerboard_testkit::{Process, Scrape, TestDb, TestRedis, daemon_env, migrate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -30,6 +30,15 @@ async fn start_api(extra: &[(&str, &str)]) -> (Process, SocketAddr, TestDb) {
     let mut process = Process::start(BINARY, &[], &env);
     let addr = process.wait_for_addr("ledgerboard-api started", Duration::from_secs(20));
     (process, addr, db)
+}
+
+/// `ledgerboard_http_connections_closed_total{reason}` on the api's admin port.
+fn closed_by_server(api: &mut Process, reason: &str) -> Option<f64> {
+    let admin = api.wait_for_addr("admin server (healthz", Duration::from_secs(20));
+    Scrape::fetch(&admin.to_string()).value(
+        "ledgerboard_http_connections_closed_total",
+        &[("reason", reason)],
+    )
 }
 
 /// Reads until the server closes the connection (end of stream or reset), at most `limit`:
@@ -140,6 +149,7 @@ async fn a_client_that_does_not_read_its_responses_is_disconnected() {
         "a client that read nothing for 2 s kept its connection ({answered} of {REQUESTS} answers delivered, closed: {closed})"
     );
     drop(write.await);
+    assert_eq!(closed_by_server(&mut api, "write_timeout"), Some(1.0));
     // The daemon still serves others.
     assert_eq!(get(addr, &[]).await, 200);
     assert!(api.terminate(LIMIT).is_some_and(|s| s.success()));
@@ -188,6 +198,7 @@ async fn one_client_cannot_open_more_than_its_connections() {
     let mut other = connect_from("127.0.0.2", addr).await;
     let answer = status_on(&mut other).await;
     assert_eq!(answer.as_deref(), Some("HTTP/1.1 200 OK"));
+    assert_eq!(closed_by_server(&mut api, "per_client_cap"), Some(1.0));
     // A closed connection frees its place.
     drop(held);
     let mut again = None;
