@@ -48,6 +48,10 @@ tools PURPOSE="test":
 scale-projectors N:
     deploy/local/scale-projectors.sh {{N}}
 
+# Generate the k8s dev overlay's bearer token (digest in deploy/k8s/overlays/dev/tokens.env).
+k8s-dev-token:
+    deploy/k8s/overlays/dev/new-token.sh
+
 # Apply the schema migrations to the configured database.
 migrate:
     deploy/local/lbctl.sh migrate

@@ -7,6 +7,10 @@ LOG="$STATE/log"
 export LEDGERBOARD__DATABASE__URL=${LEDGERBOARD__DATABASE__URL:-postgres://postgres@127.0.0.1:5432/ledgerboard}
 export LEDGERBOARD__REDIS__URL=${LEDGERBOARD__REDIS__URL:-redis://127.0.0.1:6379}
 export LEDGERBOARD__API__LISTEN=${LEDGERBOARD__API__LISTEN:-127.0.0.1:8080}
+# The api's /healthz, /readyz and /metrics (never on the public port).
+export LEDGERBOARD__API__ADMIN_LISTEN=${LEDGERBOARD__API__ADMIN_LISTEN:-127.0.0.1:9100}
+# No load balancer in front of the local api: `just down` need not wait for a drain.
+export LEDGERBOARD__API__DRAIN_DELAY_MS=${LEDGERBOARD__API__DRAIN_DELAY_MS:-0}
 # A pass every 10 s locally (300 s is the default), so a planted drift shows up quickly.
 export LEDGERBOARD__RECONCILER__INTERVAL_MS=${LEDGERBOARD__RECONCILER__INTERVAL_MS:-10000}
 # The local stack's one token (scope admin): send `Authorization: Bearer local-dev-token`.

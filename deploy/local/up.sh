@@ -62,7 +62,8 @@ wait_started reconciler ledgerboard-reconciler
 echo "ledgerboard is up (logs: just logs; stop: just down)"
 # The addresses the daemons bound, from their logs (a configured port 0 is theirs to choose).
 admin="admin server (healthz"
-echo "  API:        http://$(logged_addr api "ledgerboard-api started")  (metrics: /metrics, probes: /healthz /readyz)"
+echo "  API:        http://$(logged_addr api "ledgerboard-api started")"
+echo "  api admin:  http://$(logged_addr api "$admin")/metrics  (probes: /healthz /readyz)"
 for i in $(seq "$PROJECTORS"); do
     echo "  projector $i: http://$(logged_addr "projector-$i" "$admin")/metrics"
 done

@@ -22,6 +22,7 @@ export LEDGERBOARD__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$tag"
 export LEDGERBOARD__REDIS__URL=redis://127.0.0.1:6379
 export LEDGERBOARD__REDIS__NAMESPACE="$tag"
 export LEDGERBOARD__API__LISTEN=127.0.0.1:0
+export LEDGERBOARD__API__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD__RECONCILER__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD_PROJECTOR_PORT_BASE=0
 export CARGO_TARGET_DIR="$root/target/fresh-clone"
@@ -72,6 +73,14 @@ for _ in $(seq 50); do
 done
 grep -q '"user_id":"user-a","score":10' "$tmp/top.json" \
     || { echo "fresh clone: the score never reached the projection: $(cat "$tmp/top.json")" >&2; exit 1; }
+
+# Probes and metrics on the api's admin port, none on its public one.
+admin=$(grep -m 1 -F "admin server (healthz" "$clone/.local/log/api.log" | sed -n 's/.* addr=\([^ ]*\).*/\1/p')
+[ -n "$admin" ] || { echo "fresh clone: the api logged no admin address" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$admin/readyz")
+[ "$code" = 200 ] || { echo "fresh clone: the api's /readyz answered $code" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$api/metrics")
+[ "$code" = 404 ] || { echo "fresh clone: the api's public port answered $code to /metrics" >&2; exit 1; }
 
 run "tools-test" ./just tools test
 run "down" ./just down

@@ -41,6 +41,27 @@ impl Label for CommandResult {
     }
 }
 
+/// Why the server closed a connection itself: the `reason` label of
+/// `ledgerboard_http_connections_closed_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionClosed {
+    /// Over `api.max_connections_per_client`: closed as soon as accepted.
+    PerClientCap,
+    /// The client took no byte of its response for `api.write_timeout_ms`.
+    WriteTimeout,
+}
+
+impl Label for ConnectionClosed {
+    const ALL: &'static [Self] = &[Self::PerClientCap, Self::WriteTimeout];
+    const KEY: &'static str = "reason";
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::PerClientCap => "per_client_cap",
+            Self::WriteTimeout => "write_timeout",
+        }
+    }
+}
+
 pub struct Metrics {
     /// Requests by `route`, `method` and `status`.
     pub http_request_duration: Histogram<f64>,
@@ -48,6 +69,8 @@ pub struct Metrics {
     pub commands: Counter<u64>,
     /// Reads answered from PostgreSQL, by [`Reason`].
     pub read_fallbacks: Counter<u64>,
+    /// Connections the server closed itself, by [`ConnectionClosed`].
+    pub connections_closed: Counter<u64>,
 }
 
 /// The instruments, created from the global meter provider on first use (after
@@ -68,6 +91,11 @@ pub fn metrics() -> &'static Metrics {
                 "ledgerboard.read.fallbacks",
                 "Reads answered from PostgreSQL instead of the projection, by reason",
             ),
+            connections_closed: counter(
+                &m,
+                "ledgerboard.http.connections.closed",
+                "Connections the api closed itself: over the per-client cap, or a client that did not read its response",
+            ),
         }
     })
 }
@@ -78,4 +106,5 @@ pub fn init_series() {
     let m = metrics();
     zero_every::<CommandResult>(&m.commands);
     zero_every::<Reason>(&m.read_fallbacks);
+    zero_every::<ConnectionClosed>(&m.connections_closed);
 }

@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_core::auth::TokenTable;
+
+pub use crate::client::TrustedProxies;
 use ledgerboard_core::config::{
     self, ConfigError, Count, DaemonSection, Millis, Secret, in_range, invalid,
 };
@@ -47,6 +49,28 @@ pub struct ApiSettings {
     /// the lag measurement); commands use `database.pool_max_size` of their own, so slow or
     /// many reads cannot starve commands. It also bounds how many database reads run at once.
     pub read_pool_max_size: Count<1, 1_000>,
+    /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); the public port
+    /// (`listen`) serves only the API. Port 0 picks a free one.
+    pub admin_listen: String,
+    /// `/readyz` answers ready while the last successful call to PostgreSQL (a heartbeat on a
+    /// connection of its own) is at most this old.
+    pub readiness_stale_ms: Millis<100, 600_000>,
+    /// After SIGTERM, how long the api keeps serving while `/readyz` answers 503 (draining), so
+    /// that load balancers take it out before it stops accepting. Then in-flight requests get
+    /// `shutdown.grace_ms`.
+    pub drain_delay_ms: Millis<0, 600_000>,
+    /// Bound on the buffer a connection's request head (request line and headers) may fill;
+    /// a larger head is answered 431 and the connection closed.
+    pub max_header_bytes: Count<8_192, { 1 << 20 }>,
+    /// A connection whose client takes no bytes of its response for this long is closed.
+    pub write_timeout_ms: Millis<100, 600_000>,
+    /// Most connections open at once from one client address (an IPv6 /64 counts as one
+    /// address); further ones are closed at once. Peers in `trusted_proxies` are not capped.
+    pub max_connections_per_client: Count<1, 1_000_000>,
+    /// Comma-separated CIDRs (`10.0.0.0/8,2001:db8::/32`, or single addresses) of the proxies
+    /// whose `X-Forwarded-For` / `Forwarded` headers name the client; from any other peer the
+    /// headers are ignored and the peer is the client. Empty: trust none.
+    pub trusted_proxies: String,
 }
 
 impl Default for ApiSettings {
@@ -62,6 +86,13 @@ impl Default for ApiSettings {
             max_connections: const { Count::of(10_000) },
             header_timeout_ms: const { Millis::of(5_000) },
             read_pool_max_size: const { Count::of(8) },
+            admin_listen: "127.0.0.1:9100".into(),
+            readiness_stale_ms: const { Millis::of(10_000) },
+            drain_delay_ms: const { Millis::of(5_000) },
+            max_header_bytes: const { Count::of(32 * 1024) },
+            write_timeout_ms: const { Millis::of(10_000) },
+            max_connections_per_client: const { Count::of(256) },
+            trusted_proxies: String::new(),
         }
     }
 }
@@ -69,6 +100,23 @@ impl Default for ApiSettings {
 impl ApiSettings {
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         self.listen.parse().map_err(|e| invalid("api.listen", e))
+    }
+    pub fn admin_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.admin_listen
+            .parse()
+            .map_err(|e| invalid("api.admin_listen", e))
+    }
+    pub fn trusted_proxies(&self) -> Result<TrustedProxies, ConfigError> {
+        TrustedProxies::parse(&self.trusted_proxies).map_err(|e| invalid("api.trusted_proxies", e))
+    }
+    pub fn readiness_stale(&self) -> Duration {
+        self.readiness_stale_ms.get()
+    }
+    pub fn drain_delay(&self) -> Duration {
+        self.drain_delay_ms.get()
+    }
+    pub fn write_timeout(&self) -> Duration {
+        self.write_timeout_ms.get()
     }
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout_ms.get()
@@ -114,6 +162,8 @@ impl DaemonSection for Sections {
     fn validate(settings: &Settings) -> Result<(), ConfigError> {
         let api = &settings.api;
         api.listen_addr()?;
+        api.admin_addr()?;
+        api.trusted_proxies()?;
         in_range(
             "api.rate_limit_per_s",
             u64::from(api.rate_limit_per_s),
@@ -177,6 +227,21 @@ mod tests {
         assert_eq!(
             config::check_refusals::<Sections>(&[
                 ("LEDGERBOARD__API__LISTEN", "nowhere", "api.listen"),
+                (
+                    "LEDGERBOARD__API__ADMIN_LISTEN",
+                    "nowhere",
+                    "api.admin_listen",
+                ),
+                (
+                    "LEDGERBOARD__API__TRUSTED_PROXIES",
+                    "10.0.0.0/33",
+                    "api.trusted_proxies",
+                ),
+                (
+                    "LEDGERBOARD__API__MAX_HEADER_BYTES",
+                    "1024",
+                    "api.max_header_bytes",
+                ),
                 (
                     "LEDGERBOARD__API__BODY_LIMIT_BYTES",
                     "100",

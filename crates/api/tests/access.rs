@@ -282,7 +282,7 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
 
     // Headers never finished: the server closes the connection after the timeout.
     let mut slow = std::net::TcpStream::connect(&addr).expect("connect");
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    slow.write_all(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n")
         .expect("partial headers");
     slow.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
@@ -301,7 +301,7 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
     let held: Vec<_> = (0..2)
         .map(|_| {
             let mut c = std::net::TcpStream::connect(&addr).expect("connect");
-            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.write_all(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
                 .expect("request");
             let mut first = [0u8; 12];
             c.read_exact(&mut first)
@@ -311,7 +311,7 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
         .collect();
     let mut third = std::net::TcpStream::connect(&addr).expect("connect (backlog)");
     third
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .expect("request");
     third
         .set_read_timeout(Some(Duration::from_millis(150)))
@@ -331,7 +331,7 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
         .expect("answer once a permit is free");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     // And the daemon still serves.
-    assert_eq!(http_request(&addr, "GET", "/healthz", "").0, 200);
+    assert_eq!(http_request(&addr, "GET", "/openapi.json", "").0, 200);
     assert!(
         daemon
             .terminate(Duration::from_secs(10))

@@ -124,3 +124,43 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
         .expect("stops on SIGTERM");
     assert!(status.success(), "{}", api.stderr());
 }
+
+/// The public port serves only the API: the probes and the metrics are on the admin port
+/// (`api.admin_listen`), where a load balancer or a scraper on the public side cannot reach
+/// them (and `/readyz` cannot be used to load the database).
+#[tokio::test]
+async fn probes_and_metrics_are_on_the_admin_port_only() {
+    let db = TestDb::create().await;
+    let redis = TestRedis::new();
+    migrate(&db.url).await;
+    let mut env = daemon_env(&db, &redis);
+    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
+    let env = ledgerboard_testkit::env_refs(&env);
+    let mut api = Process::start(BINARY, &[], &env);
+    let admin = api
+        .wait_for_addr("admin server (healthz", Duration::from_secs(20))
+        .to_string();
+    let public = api
+        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
+        .to_string();
+    assert_ne!(admin, public);
+    let answers = tokio::task::spawn_blocking(move || {
+        ["/metrics", "/healthz", "/readyz"].map(|path| {
+            (
+                path,
+                http_request(&public, "GET", path, "").0,
+                http_request(&admin, "GET", path, ""),
+            )
+        })
+    })
+    .await
+    .expect("client thread");
+    for (path, on_public, (on_admin, body)) in answers {
+        assert_eq!(on_public, 404, "{path} on the public port");
+        assert_eq!(on_admin, 200, "{path} on the admin port: {body}");
+    }
+    let status = api
+        .terminate(Duration::from_secs(10))
+        .expect("stops on SIGTERM");
+    assert!(status.success(), "{}", api.stderr());
+}

@@ -99,10 +99,13 @@ impl Stack {
             // `admin_addr` read it): a port found free here and bound later by the daemon
             // could be taken by another process in between.
             ("LEDGERBOARD__API__LISTEN", "127.0.0.1:0"),
+            ("LEDGERBOARD__API__ADMIN_LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__PROJECTOR__ADMIN_LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__RECONCILER__ADMIN_LISTEN", "127.0.0.1:0"),
             ("LEDGERBOARD__PROJECTOR__POLL_INTERVAL_MS", "100"),
             ("LEDGERBOARD__SHUTDOWN__GRACE_MS", "2000"),
+            // The run's clients talk to the api directly: no load balancer to drain from.
+            ("LEDGERBOARD__API__DRAIN_DELAY_MS", "0"),
             ("LEDGERBOARD__DATABASE__STARTUP_TIMEOUT_MS", "10000"),
             ("LEDGERBOARD__AUTH__TOKENS", tokens.as_str()),
             // Every client of the run comes from one address.

@@ -1,15 +1,17 @@
 //! Child processes for the runs that exercise ledgerboard as it is deployed: the daemons as
 //! processes ([`Daemon`]) and a redis-server of the run's own ([`RedisServer`]), which a run may
-//! stop, restart or flush without touching anyone else's data, and the one HTTP/1.1 client
-//! ([`http`]) that talks to them. `lbchaos experiment`, `lbchaos chaos` and the tests
+//! stop, restart or flush without touching anyone else's data, the one HTTP/1.1 client
+//! ([`http`]) that talks to them, and a small load balancer ([`Proxy`]) for rolling restarts. `lbchaos experiment`, `lbchaos chaos` and the tests
 //! (through the testkit) use them.
 
 mod daemon;
 pub mod http;
+mod proxy;
 mod redis_cluster;
 mod redis_server;
 
 pub use daemon::{Daemon, binary_beside_current_exe};
+pub use proxy::{Backend, Proxy};
 pub use redis_cluster::{NodeInfo, RedisCluster};
 pub use redis_server::RedisServer;
 

@@ -30,7 +30,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let Some(mut daemon) = Daemon::open(NAME, &settings, telemetry).await? else {
         return Ok(());
     };
-    let health = daemon.health();
+    let health = daemon.health(settings.projector.readiness_stale()).await;
     daemon
         .serve_admin(admin_addr, "projector.admin_listen", health)
         .await?;

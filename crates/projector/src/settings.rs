@@ -75,6 +75,9 @@ pub struct ProjectorSettings {
     pub redis_memory_warn_ratio: f64,
     /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
     pub admin_listen: String,
+    /// `/readyz` answers ready while the last successful call to PostgreSQL and to Redis (a
+    /// heartbeat on connections of its own) is at most this old.
+    pub readiness_stale_ms: Millis<100, 600_000>,
 }
 
 impl Default for ProjectorSettings {
@@ -98,6 +101,7 @@ impl Default for ProjectorSettings {
             unsafe_redis: UnsafeRedisAction::Warn,
             redis_memory_warn_ratio: 0.9,
             admin_listen: "127.0.0.1:9101".into(),
+            readiness_stale_ms: const { Millis::of(10_000) },
         }
     }
 }
@@ -120,6 +124,9 @@ impl ProjectorSettings {
     }
     pub fn redis_check_interval(&self) -> Duration {
         self.redis_check_interval_ms.get()
+    }
+    pub fn readiness_stale(&self) -> Duration {
+        self.readiness_stale_ms.get()
     }
     pub fn admin_addr(&self) -> Result<SocketAddr, ConfigError> {
         self.admin_listen

@@ -57,6 +57,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     options.board = board;
     options.repair_ahead |= args.repair_ahead;
     let interval = settings.reconciler.interval();
+    let readiness_stale = settings.reconciler.readiness_stale();
     let reconciler = Reconciler::new(settings, daemon.db.clone(), daemon.store.clone());
     if args.once {
         let report = tokio::select! {
@@ -72,7 +73,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         };
     }
     ledgerboard_reconciler::metrics::init_series();
-    let health = daemon.health().with_lock(reconciler.lock_held());
+    let health = daemon
+        .health(readiness_stale)
+        .await
+        .with_lock(reconciler.lock_held());
     daemon
         .serve_admin(admin_addr, "reconciler.admin_listen", health)
         .await?;

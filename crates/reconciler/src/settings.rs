@@ -41,6 +41,9 @@ pub struct ReconcilerSettings {
     pub pass_on_new_redis: bool,
     /// Address of the admin server (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free one.
     pub admin_listen: String,
+    /// `/readyz` answers ready while the last successful call to PostgreSQL and to Redis (a
+    /// heartbeat on connections of its own) is at most this old.
+    pub readiness_stale_ms: Millis<100, 600_000>,
     /// Boards one pass checks at most (0: every board once). The walk continues in the next
     /// pass from the board after the last one finished.
     pub max_boards_per_pass: usize,
@@ -57,6 +60,7 @@ impl Default for ReconcilerSettings {
             remove_orphans: true,
             pass_on_new_redis: true,
             admin_listen: "127.0.0.1:9102".into(),
+            readiness_stale_ms: const { Millis::of(10_000) },
             max_boards_per_pass: 0,
         }
     }
@@ -71,6 +75,9 @@ impl ReconcilerSettings {
     }
     pub fn lock_renew(&self) -> Duration {
         self.lock_renew_ms.get()
+    }
+    pub fn readiness_stale(&self) -> Duration {
+        self.readiness_stale_ms.get()
     }
     pub fn admin_addr(&self) -> Result<SocketAddr, ConfigError> {
         self.admin_listen

@@ -24,6 +24,8 @@ struct Stack {
     namespace: String,
     env: Vec<(String, String)>,
     api: String,
+    /// The api's admin port (`/healthz`, `/readyz`, `/metrics`).
+    api_admin: String,
     projector_admin: String,
     reconciler_admin: String,
 }
@@ -58,6 +60,7 @@ impl Stack {
             redis_url,
             env,
             api: String::new(),
+            api_admin: String::new(),
             projector_admin: String::new(),
             reconciler_admin: String::new(),
         }
@@ -71,19 +74,24 @@ impl Stack {
         let mut process = Process::start(&binary.to_string_lossy(), &[], &env);
         let limit = Duration::from_secs(20);
         let started = format!("{name} started");
+        let admin = process
+            .wait_for_addr("admin server (healthz", limit)
+            .to_string();
         let addr = if name == API {
-            process.wait_for_addr(&started, limit)
+            process.wait_for_addr(&started, limit).to_string()
         } else {
-            process.wait_for_addr("admin server (healthz", limit)
-        }
-        .to_string();
+            admin.clone()
+        };
         assert!(
             process.wait_for_log(&started, limit),
             "{name} did not start: {}",
             process.stderr()
         );
         match name {
-            API => self.api = addr,
+            API => {
+                self.api = addr;
+                self.api_admin = admin;
+            }
             PROJECTOR => self.projector_admin = addr,
             _ => self.reconciler_admin = addr,
         }
@@ -176,7 +184,7 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
     assert_eq!(stack.post("ann", 5_000), 422);
     let (status, body) = http_request(&stack.api, "POST", "/v1/boards/a%20b/scores", "{}");
     assert!((400..500).contains(&status), "{status} {body}");
-    let a = Scrape::fetch(&stack.api);
+    let a = Scrape::fetch(&stack.api_admin);
     assert_eq!(
         get(&a, "ledgerboard_commands_total", &[("outcome", "created")]),
         5.0
@@ -210,7 +218,7 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
     for user in ["ann", "bob", "cid"] {
         assert_eq!(stack.post(user, 1), 201);
     }
-    let a = eventually(&stack.api, "3 rows pending", |s| {
+    let a = eventually(&stack.api_admin, "3 rows pending", |s| {
         s.value("ledgerboard_outbox_pending", &[]) == Some(3.0)
             && s.value("ledgerboard_outbox_oldest_pending_age_seconds", &[]) > Some(0.0)
     });
@@ -223,7 +231,7 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
         "",
     );
     assert_eq!(status, 200);
-    let a = Scrape::fetch(&stack.api);
+    let a = Scrape::fetch(&stack.api_admin);
     assert_eq!(
         get(
             &a,
@@ -238,7 +246,7 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
     eventually(&stack.projector_admin, "3 rows projected", |s| {
         s.value("ledgerboard_projections_total", &[("result", "applied")]) == Some(3.0)
     });
-    eventually(&stack.api, "outbox drained", |s| {
+    eventually(&stack.api_admin, "outbox drained", |s| {
         s.value("ledgerboard_outbox_pending", &[]) == Some(0.0)
             && s.value("ledgerboard_outbox_oldest_pending_age_seconds", &[]) == Some(0.0)
     });
@@ -320,7 +328,11 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
     assert_eq!(repaired, Some(40.0));
 
     // Every daemon is alive and ready, and says what it checked.
-    for addr in [&stack.api, &stack.projector_admin, &stack.reconciler_admin] {
+    for addr in [
+        &stack.api_admin,
+        &stack.projector_admin,
+        &stack.reconciler_admin,
+    ] {
         assert_eq!(http_request(addr, "GET", "/healthz", "").0, 200, "{addr}");
         let (status, body) = http_request(addr, "GET", "/readyz", "");
         assert_eq!(status, 200, "{addr}: {body}");
@@ -336,16 +348,19 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
 
     // Now that every kind of series has a sample, the dashboard and the alert rules must name
     // only metrics the daemons export.
-    let exported: std::collections::BTreeSet<String> =
-        [&stack.api, &stack.projector_admin, &stack.reconciler_admin]
-            .into_iter()
-            .flat_map(|addr| {
-                Scrape::fetch(addr)
-                    .names()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+    let exported: std::collections::BTreeSet<String> = [
+        &stack.api_admin,
+        &stack.projector_admin,
+        &stack.reconciler_admin,
+    ]
+    .into_iter()
+    .flat_map(|addr| {
+        Scrape::fetch(addr)
+            .names()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    })
+    .collect();
     check_observability_files(&exported);
 
     stack.stop(reconciler);
@@ -386,24 +401,39 @@ fn check_observability_files(exported: &std::collections::BTreeSet<String>) {
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_follows_redis_and_the_api_stays_ready_without_it() {
     let mut server = RedisServer::start();
-    let mut stack = Stack::new(Some(server.url()), &[]).await;
+    // Readiness is the age of the last successful heartbeat: a short bound, so that the test
+    // sees Redis gone within a second or so.
+    let mut stack = Stack::new(
+        Some(server.url()),
+        &[
+            ("LEDGERBOARD__API__READINESS_STALE_MS", "1000"),
+            ("LEDGERBOARD__PROJECTOR__READINESS_STALE_MS", "1000"),
+        ],
+    )
+    .await;
     let api = stack.start(API);
     let projector = stack.start(PROJECTOR);
-    for addr in [&stack.api, &stack.projector_admin] {
+    for addr in [&stack.api_admin, &stack.projector_admin] {
         assert_eq!(http_request(addr, "GET", "/readyz", "").0, 200, "{addr}");
     }
 
     server.stop();
+    // The projector can do nothing without Redis: not ready once its last successful contact
+    // is older than the bound, but alive.
+    let mut last = String::new();
+    wait_until_blocking(Duration::from_secs(20), || {
+        let (status, body) = http_request(&stack.projector_admin, "GET", "/readyz", "");
+        last = body;
+        status == 503
+    })
+    .unwrap_or_else(|| panic!("the projector stayed ready without Redis: {last}"));
+    assert!(last.contains("not ready"), "{last}");
     // The api answers commands and reads from PostgreSQL: still ready, Redis reported down.
-    let (status, body) = http_request(&stack.api, "GET", "/readyz", "");
+    let (status, body) = http_request(&stack.api_admin, "GET", "/readyz", "");
     assert_eq!(status, 200, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).expect("json");
     assert_eq!(body["checks"]["redis"]["ok"], false, "{body}");
     assert_eq!(body["checks"]["redis"]["required"], false, "{body}");
-    // The projector can do nothing without Redis: not ready, but alive.
-    let (status, body) = http_request(&stack.projector_admin, "GET", "/readyz", "");
-    assert_eq!(status, 503, "{body}");
-    assert!(body.contains("not ready"), "{body}");
     assert_eq!(
         http_request(&stack.projector_admin, "GET", "/healthz", "").0,
         200

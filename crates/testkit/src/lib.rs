@@ -444,8 +444,14 @@ pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
             "5000".into(),
         ),
         ("LEDGERBOARD__SHUTDOWN__GRACE_MS".into(), "2000".into()),
+        // No load balancer to drain from, unless a test is about the drain.
+        ("LEDGERBOARD__API__DRAIN_DELAY_MS".into(), "0".into()),
         ("LEDGERBOARD__AUTH__TOKENS".into(), test_tokens()),
         // Tests run in parallel: admin servers take any free port unless a test names one.
+        (
+            "LEDGERBOARD__API__ADMIN_LISTEN".into(),
+            "127.0.0.1:0".into(),
+        ),
         (
             "LEDGERBOARD__PROJECTOR__ADMIN_LISTEN".into(),
             "127.0.0.1:0".into(),

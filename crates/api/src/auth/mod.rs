@@ -3,9 +3,10 @@
 //! - `Authorization: Bearer <token>` is checked against `auth.tokens` (by digest, in constant
 //!   time). A bad or malformed header is answered 401 at once; no header means anonymous.
 //!   The identity goes into the request's extensions for the handlers' scope checks.
-//! - A token bucket per token (or, for anonymous calls, per client address) answers 429 with
-//!   `Retry-After` past `api.rate_limit_per_s` (bursts up to `api.rate_limit_burst`); see
-//!   `rate_limit`.
+//! - A token bucket per token (or, for anonymous calls, per client: its address, an IPv6 /64,
+//!   named by `X-Forwarded-For` / `Forwarded` only when the peer is one of
+//!   `api.trusted_proxies`; see `crate::client`) answers 429 with `Retry-After` past
+//!   `api.rate_limit_per_s` (bursts up to `api.rate_limit_burst`); see `rate_limit`.
 //!
 //! The middleware reads only [`Auth`], a substate of the router's state (axum's `FromRef`,
 //! implemented where the state is defined), so this module knows nothing of the state.
@@ -22,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use ledgerboard_core::auth::{TokenEntry, TokenTable};
 
 pub use self::rate_limit::Limiter;
+use crate::client::{ClientKey, TrustedProxies};
 use crate::error::ApiError;
 use crate::settings::{ReadAccess, Sections};
 
@@ -40,6 +42,8 @@ pub struct Auth {
     pub reads: ReadAccess,
     /// None when `api.rate_limit_per_s` is 0.
     pub limiter: Option<Arc<Limiter>>,
+    /// The proxies whose forwarding headers name the client (`api.trusted_proxies`).
+    pub trusted_proxies: Arc<TrustedProxies>,
 }
 
 impl Auth {
@@ -51,6 +55,8 @@ impl Auth {
             reads: settings.auth.reads,
             limiter: Limiter::new(settings.api.rate_limit_per_s, settings.api.rate_limit_burst)
                 .map(Arc::new),
+            // Validated when loaded; should it not parse, no proxy is trusted.
+            trusted_proxies: Arc::new(settings.api.trusted_proxies().unwrap_or_default()),
         }
     }
 }
@@ -68,7 +74,10 @@ pub async fn guard(State(auth): State<Auth>, mut req: Request, next: Next) -> Re
                 .get::<ConnectInfo<SocketAddr>>()
                 .map_or_else(
                     || "address:unknown".to_owned(),
-                    |c| format!("address:{}", c.0.ip()),
+                    |c| {
+                        let client = auth.trusted_proxies.client(c.0.ip(), req.headers());
+                        format!("address:{}", ClientKey::of(client))
+                    },
                 ),
         };
         if let Err(wait) = limiter.check(&key) {

@@ -1,19 +1,23 @@
-//! `/healthz`, `/readyz` and `/metrics`: on the api's own port, and on a small admin port of
-//! the projector and the reconciler (`*.admin_listen`).
+//! `/healthz`, `/readyz` and `/metrics` on a small admin port of every daemon
+//! (`api.admin_listen`, `projector.admin_listen`, `reconciler.admin_listen`), never on the
+//! api's public port.
 //!
 //! - `/healthz`: the process answers. Nothing else is checked, so a slow dependency never gets
 //!   a healthy process restarted.
-//! - `/readyz`: what this daemon needs answers, each check bounded. PostgreSQL is always
-//!   needed; Redis is needed by the projector and the reconciler, while the api can still take
+//! - `/readyz`: answered from state the daemon keeps, without a call to any store and without
+//!   waiting for anything: the last successful contact with PostgreSQL and Redis (the
+//!   heartbeat of `contact.rs`), within the staleness bound. PostgreSQL is always needed;
+//!   Redis is needed by the projector and the reconciler, while the api can still take
 //!   commands and answer reads from PostgreSQL without it (it is then reported, not failed).
-//!   The reconciler also says whether it holds the lock; a standby is ready too.
+//!   The reconciler also says whether it holds the lock; a standby is ready too. A daemon that
+//!   drains (the api after SIGTERM) answers 503 with `"reason": "draining"`.
 //! - `/metrics`: the Prometheus text format of every instrument (the registry that
 //!   `telemetry::init` set up).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -23,30 +27,30 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::db::{Database, Op};
-use crate::projection::Store;
+use super::contact::Contacts;
 
-/// Bound on each readiness check: keep a probe's `timeoutSeconds` above it.
-const CHECK_TIMEOUT: Duration = Duration::from_millis(1_000);
-
-/// What `/readyz` checks and `/metrics` renders.
+/// What `/readyz` reads and `/metrics` renders.
 #[derive(Clone)]
 pub struct Health {
     registry: prometheus::Registry,
-    db: Database,
-    store: Store,
+    contacts: Contacts,
+    /// Ready while the last success with a store is at most this old.
+    stale: Duration,
     redis_required: bool,
     lock_held: Option<Arc<AtomicBool>>,
+    /// Fired when the daemon starts to drain: from then on it is not ready.
+    draining: Option<CancellationToken>,
 }
 
 impl Health {
-    pub fn new(registry: prometheus::Registry, db: Database, store: Store) -> Self {
+    pub fn new(registry: prometheus::Registry, contacts: Contacts, stale: Duration) -> Self {
         Self {
             registry,
-            db,
-            store,
+            contacts,
+            stale,
             redis_required: true,
             lock_held: None,
+            draining: None,
         }
     }
 
@@ -63,8 +67,14 @@ impl Health {
         self
     }
 
-    /// The three routes, for any router state (the api merges them into its own router).
-    pub fn routes<S: Clone + Send + Sync + 'static>(self) -> Router<S> {
+    /// Not ready (`"reason": "draining"`) once `draining` fires.
+    pub fn with_drain(mut self, draining: CancellationToken) -> Self {
+        self.draining = Some(draining);
+        self
+    }
+
+    /// The three routes.
+    pub fn routes(self) -> Router {
         Router::new()
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
@@ -78,54 +88,29 @@ async fn healthz() -> Response {
 }
 
 async fn readyz(State(h): State<Health>) -> Response {
-    let (pg, redis) = tokio::join!(
-        check(async {
-            let client = h.db.client().await.map_err(|e| e.to_string())?;
-            h.db.bounded(Op::Ready, client, async |c| {
-                c.simple_query("SELECT 1").await
-            })
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-        }),
-        check(async { h.store.ping().await.map_err(|e| e.to_string()) }),
-    );
-    let pg_ok = pg["ok"] == Value::Bool(true);
-    let redis_ok = redis["ok"] == Value::Bool(true);
-    let ready = pg_ok && (redis_ok || !h.redis_required);
-    let mut checks = json!({
-        "postgres": pg,
-        "redis": with_required(redis, h.redis_required),
-    });
+    let (pg_ok, pg) = h.contacts.postgres.report(h.stale);
+    let (redis_ok, mut redis) = h.contacts.redis.report(h.stale);
+    redis["required"] = Value::Bool(h.redis_required);
+    let draining = h.draining.as_ref().is_some_and(|d| d.is_cancelled());
+    let ready = !draining && pg_ok && (redis_ok || !h.redis_required);
+    let mut checks = json!({ "postgres": pg, "redis": redis });
     if let Some(held) = &h.lock_held {
         checks["reconciler_lock"] = json!({ "held": held.load(Ordering::Relaxed) });
+    }
+    let mut body = json!({
+        "status": if ready { "ready" } else { "not ready" },
+        "checks": checks,
+        "stale_after_ms": h.stale.as_millis() as u64,
+    });
+    if draining {
+        body["reason"] = json!("draining");
     }
     let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = json!({ "status": if ready { "ready" } else { "not ready" }, "checks": checks });
     (status, axum::Json(body)).into_response()
-}
-
-fn with_required(mut check: Value, required: bool) -> Value {
-    check["required"] = Value::Bool(required);
-    check
-}
-
-/// Runs one check within [`CHECK_TIMEOUT`]; its outcome and latency as JSON.
-async fn check(call: impl Future<Output = Result<(), String>>) -> Value {
-    let started = Instant::now();
-    let outcome = match tokio::time::timeout(CHECK_TIMEOUT, call).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(format!("no answer within {CHECK_TIMEOUT:?}")),
-    };
-    let ms = started.elapsed().as_secs_f64() * 1e3;
-    match outcome {
-        Ok(()) => json!({ "ok": true, "latency_ms": ms }),
-        Err(error) => json!({ "ok": false, "latency_ms": ms, "error": error }),
-    }
 }
 
 async fn metrics(State(h): State<Health>) -> Response {
@@ -145,7 +130,7 @@ pub async fn serve(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    let app: Router = health.routes();
+    let app = health.routes();
     let task = tokio::spawn(async move {
         let server = axum::serve(listener, app).with_graceful_shutdown(cancel.cancelled_owned());
         if let Err(e) = server.await {

@@ -6,6 +6,7 @@
 //! The top layer of core: it may import every other module, and none imports it.
 
 pub mod admin;
+pub mod contact;
 pub mod outbox_gauges;
 pub mod process;
 

@@ -14,8 +14,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::admin::{self, Health};
+use super::contact::{self, Contacts};
 use super::{StartupError, exit, open_database, outbox_gauges};
-use crate::config::Settings;
+use crate::config::{Count, DatabaseSettings, RedisSettings, Settings};
 use crate::db::Database;
 use crate::projection::Store;
 use crate::shutdown;
@@ -62,6 +63,10 @@ pub struct Daemon {
     pub cancel: CancellationToken,
     pub db: Database,
     pub store: Store,
+    /// The readiness heartbeat's own PostgreSQL pool (one connection) and Redis client:
+    /// `/readyz` never waits behind, or takes from, the pools the work uses.
+    heartbeat_db: Database,
+    heartbeat_store: Store,
     telemetry: Telemetry,
     outbox_sample_interval: Duration,
     /// In start order; aborted in reverse.
@@ -82,24 +87,48 @@ impl Daemon {
             return Ok(None);
         };
         let store = Store::connect(&settings.redis).map_err(StartupError::Redis)?;
+        let heartbeat_db = Database::connect(
+            &DatabaseSettings {
+                pool_max_size: const { Count::of(1) },
+                ..settings.database.clone()
+            },
+            &format!("{name}-heartbeat"),
+        )?;
+        let heartbeat_store = Store::connect(&RedisSettings {
+            pool_max_size: const { Count::of(1) },
+            ..settings.redis.clone()
+        })
+        .map_err(StartupError::Redis)?;
         Ok(Some(Self {
             name,
             cancel,
             db,
             store,
+            heartbeat_db,
+            heartbeat_store,
             telemetry,
             outbox_sample_interval: settings.telemetry.outbox_sample_interval(),
             tasks: Vec::new(),
         }))
     }
 
-    /// The health checks (liveness, readiness, metrics) over this daemon's stores and registry.
-    pub fn health(&self) -> Health {
-        Health::new(
-            self.telemetry.registry(),
-            self.db.clone(),
-            self.store.clone(),
+    /// The health routes (liveness, readiness, metrics) over this daemon's registry, with the
+    /// readiness heartbeat started (its first calls made before this returns, so the daemon is
+    /// ready as soon as it serves): ready while the last success with each store is at most
+    /// `stale` old.
+    pub async fn health(&mut self, stale: Duration) -> Health {
+        let contacts = Contacts::default();
+        let tasks = contact::start(
+            self.heartbeat_db.clone(),
+            self.heartbeat_store.clone(),
+            contacts.clone(),
+            contact::heartbeat_interval(stale),
+            stale,
+            self.cancel.clone(),
         )
+        .await;
+        self.tasks.extend(tasks);
+        Health::new(self.telemetry.registry(), contacts, stale)
     }
 
     /// Serves `health` on its own port (`addr`, from the setting `setting`) until shutdown.
@@ -109,13 +138,27 @@ impl Daemon {
         setting: &'static str,
         health: Health,
     ) -> Result<SocketAddr, StartupError> {
-        let (local, task) = admin::serve(addr, health, self.cancel.clone())
-            .await
-            .map_err(|source| StartupError::Listen {
-                addr,
-                setting,
-                source,
-            })?;
+        let until = self.cancel.clone();
+        self.serve_admin_until(addr, setting, health, until).await
+    }
+
+    /// [`Daemon::serve_admin`] until `until` fires rather than at the shutdown signal: the api
+    /// keeps answering its probes (not ready, draining) while it drains.
+    pub async fn serve_admin_until(
+        &mut self,
+        addr: SocketAddr,
+        setting: &'static str,
+        health: Health,
+        until: CancellationToken,
+    ) -> Result<SocketAddr, StartupError> {
+        let (local, task) =
+            admin::serve(addr, health, until)
+                .await
+                .map_err(|source| StartupError::Listen {
+                    addr,
+                    setting,
+                    source,
+                })?;
         self.tasks.push(task);
         Ok(local)
     }
@@ -136,6 +179,7 @@ impl Daemon {
             task.abort();
         }
         self.db.close();
+        self.heartbeat_db.close();
         self.telemetry.shutdown().await;
     }
 
