@@ -1,5 +1,7 @@
 //! `ledgerboard-api` as a process on a real socket.
 
+mod common;
+
 use std::time::Duration;
 
 use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request, migrate};
@@ -22,16 +24,10 @@ async fn starts_refuses_an_unmigrated_database_and_stops_cleanly() {
 #[tokio::test]
 async fn a_command_posted_twice_applies_once() {
     let db = TestDb::create().await;
-    let redis = TestRedis::new();
     migrate(&db.url).await;
-    let mut env = daemon_env(&db, &redis);
     // The daemon binds a port of its own choice and logs it: no port found free and bound again.
-    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
-    let env = ledgerboard_testkit::env_refs(&env);
-    let mut api = Process::start(BINARY, &[], &env);
-    let listen = api
-        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
-        .to_string();
+    let (mut api, listen, _admin) = common::api_process(&db, &[]);
+    let listen = listen.to_string();
 
     let body =
         r#"{"event_id":"0b9a3c52-4f5e-4c1e-9d7a-2f1e8b6c4d3a","user_id":"user-a","delta":10}"#;
@@ -131,18 +127,9 @@ async fn starts_with_an_invalid_value_in_another_daemons_section() {
 #[tokio::test]
 async fn probes_and_metrics_are_on_the_admin_port_only() {
     let db = TestDb::create().await;
-    let redis = TestRedis::new();
     migrate(&db.url).await;
-    let mut env = daemon_env(&db, &redis);
-    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
-    let env = ledgerboard_testkit::env_refs(&env);
-    let mut api = Process::start(BINARY, &[], &env);
-    let admin = api
-        .wait_for_addr("admin server (healthz", Duration::from_secs(20))
-        .to_string();
-    let public = api
-        .wait_for_addr("ledgerboard-api started", Duration::from_secs(20))
-        .to_string();
+    let (mut api, public, admin) = common::api_process(&db, &[]);
+    let (public, admin) = (public.to_string(), admin.to_string());
     assert_ne!(admin, public);
     let answers = tokio::task::spawn_blocking(move || {
         ["/metrics", "/healthz", "/readyz"].map(|path| {

@@ -3,32 +3,23 @@
 //! client, and which address the rate limit counts (an IPv6 /64; forwarding headers only from
 //! a trusted proxy).
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_harness::http;
-use ledgerboard_testkit::{Process, Scrape, TestDb, TestRedis, daemon_env, migrate};
+use ledgerboard_testkit::{Process, Scrape, TestDb, migrate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-api");
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// An api process with `extra` settings; the database must outlive it.
 async fn start_api(extra: &[(&str, &str)]) -> (Process, SocketAddr, TestDb) {
     let db = TestDb::create().await;
-    let redis = TestRedis::new();
     migrate(&db.url).await;
-    let mut env = daemon_env(&db, &redis);
-    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
-    env.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    let env = ledgerboard_testkit::env_refs(&env);
-    let mut process = Process::start(BINARY, &[], &env);
-    let addr = process.wait_for_addr("ledgerboard-api started", Duration::from_secs(20));
+    let (process, addr, _admin) = common::api_process(&db, extra);
     (process, addr, db)
 }
 

@@ -2,33 +2,22 @@
 //! connection of its own), so commands that hold every pooled connection do not make the api
 //! unready, while a PostgreSQL that stops answering does, once the staleness bound has passed.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_harness::http;
-use ledgerboard_testkit::{
-    Process, TEST_TOKEN, TestDb, TestRedis, admin_database_url, daemon_env, migrate, wait_until,
-};
+use ledgerboard_testkit::{Process, TEST_TOKEN, TestDb, admin_database_url, migrate, wait_until};
 use serde_json::Value;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_ledgerboard-api");
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// An api process (public and admin address) with `extra` settings.
 fn start(db: &TestDb, extra: &[(&str, &str)]) -> (Process, SocketAddr, SocketAddr) {
-    let mut env = daemon_env(db, &TestRedis::new());
-    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
-    env.push(("LEDGERBOARD__API__READINESS_STALE_MS".into(), "1000".into()));
-    env.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    let env = ledgerboard_testkit::env_refs(&env);
-    let mut api = Process::start(BINARY, &[], &env);
-    let admin = api.wait_for_addr("admin server (healthz", Duration::from_secs(20));
-    let public = api.wait_for_addr("ledgerboard-api started", Duration::from_secs(20));
-    (api, public, admin)
+    let mut settings = vec![("LEDGERBOARD__API__READINESS_STALE_MS", "1000")];
+    settings.extend_from_slice(extra);
+    common::api_process(db, &settings)
 }
 
 async fn readyz(admin: SocketAddr) -> (u16, Value) {

@@ -16,7 +16,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::settings::ProjectorSettings;
 use ledgerboard_reconciler::settings::ReconcilerSettings;
-use ledgerboard_testkit::{TestDb, TestRedis, settings_for};
+use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, settings_for};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -152,4 +152,28 @@ pub async fn seal(env: &TestEnv, board: &str) {
     )
     .await
     .expect("rebuild");
+}
+
+/// The api binary on `db` (migrated by the caller) with a Redis namespace of its own, on ports
+/// of its own choice, with `extra` settings: the process, its public address and its admin
+/// address (`api.admin_listen`), each read from its log.
+pub fn api_process(
+    db: &TestDb,
+    extra: &[(&str, &str)],
+) -> (Process, std::net::SocketAddr, std::net::SocketAddr) {
+    let mut env = daemon_env(db, &TestRedis::new());
+    env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let env = ledgerboard_testkit::env_refs(&env);
+    let mut api = Process::start(env!("CARGO_BIN_EXE_ledgerboard-api"), &[], &env);
+    let admin = api.wait_for_addr("admin server (healthz", std::time::Duration::from_secs(20));
+    let public = api.wait_for_addr(
+        "ledgerboard-api started",
+        std::time::Duration::from_secs(20),
+    );
+    (api, public, admin)
 }
