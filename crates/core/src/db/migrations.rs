@@ -3,11 +3,9 @@
 
 use std::time::Duration;
 
-use tokio_postgres::NoTls;
-
 use super::errors::StoreError;
 use super::{Op, Statement};
-use crate::config::{DatabaseSettings, parse_postgres_url};
+use crate::config::DatabaseSettings;
 
 mod embedded {
     refinery::embed_migrations!("../../migrations");
@@ -114,11 +112,14 @@ pub struct MigrationReport {
 /// run applies nothing. Refuses a database whose schema is newer than this binary's, or whose
 /// applied migrations differ from the embedded ones.
 pub async fn migrate(settings: &DatabaseSettings) -> Result<MigrationReport, StoreError> {
-    let mut pg = parse_postgres_url(settings.session_url())
-        .map_err(|e| StoreError::Internal(e.to_string()))?;
+    let super::tls::ConnectParams {
+        config: mut pg,
+        tls,
+        ..
+    } = super::tls::connect_params(settings, settings.session_url())?;
     pg.connect_timeout(settings.connect_timeout())
         .application_name("lbctl-migrate");
-    let (mut client, connection) = pg.connect(NoTls).await?;
+    let (mut client, connection) = pg.connect(tls).await?;
     let conn_task = tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %e, "migration connection ended with an error");
