@@ -1,5 +1,5 @@
-//! PostgreSQL restarted under load (`pg_ctl restart -m fast` on a private cluster: never the
-//! shared server): commands in flight fail cleanly or commit, a retried event id has one
+//! PostgreSQL restarted under load (`pg_ctl restart -m fast` on a private cluster, the
+//! harness's `PostgresServer`: never the shared server): commands in flight fail cleanly or commit, a retried event id has one
 //! effect, nothing accepted is lost, and once the outbox drains the projection equals
 //! PostgreSQL; reads recover without a restart of the api.
 
@@ -7,8 +7,6 @@ mod common;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,115 +19,9 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
-use ledgerboard_testkit::{TEST_TOKEN, TestRedis, free_port, wait_until};
+use ledgerboard_testkit::{PostgresServer, TEST_TOKEN, TestRedis, wait_until};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
-
-/// A PostgreSQL cluster of the test's own, from the installed server binaries.
-struct PrivatePostgres {
-    dir: PathBuf,
-    port: u16,
-    bin: PathBuf,
-}
-
-fn as_postgres(cmd: &Path) -> Command {
-    // initdb and postgres refuse to run as root.
-    if is_root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(cmd);
-        c
-    } else {
-        Command::new(cmd)
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
-}
-
-impl PrivatePostgres {
-    fn start() -> PrivatePostgres {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL server binaries (apt-get install postgresql)")
-            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-            .max()
-            .expect("a PostgreSQL version");
-        let dir = std::env::temp_dir().join(format!("lbpg-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("data folder");
-        if is_root() {
-            let ok = Command::new("chown")
-                .args(["postgres"])
-                .arg(&dir)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "chown the data folder to postgres");
-        }
-        let data = dir.join("data");
-        let ok = as_postgres(&bin.join("initdb"))
-            .args(["-U", "postgres", "--auth=trust", "-D"])
-            .arg(&data)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "initdb");
-        let mut pg = PrivatePostgres {
-            dir,
-            port: free_port(),
-            bin,
-        };
-        // The port was found free and is bound by the server later: another process may take
-        // it in between, and then the start fails; it is tried again on another port.
-        for _ in 1..5 {
-            if pg.try_ctl(&["start"]) {
-                return pg;
-            }
-            pg.port = free_port();
-        }
-        pg.ctl(&["start"]);
-        pg
-    }
-
-    fn ctl(&self, action: &[&str]) {
-        assert!(self.try_ctl(action), "pg_ctl {action:?}");
-    }
-
-    fn try_ctl(&self, action: &[&str]) -> bool {
-        as_postgres(&self.bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(self.dir.join("data"))
-            .arg("-l")
-            .arg(self.dir.join("log"))
-            .args(["-w", "-t", "60", "-o"])
-            .arg(format!(
-                "-p {} -c listen_addresses=127.0.0.1 -k {}",
-                self.port,
-                self.dir.display()
-            ))
-            .args(action)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        let _ = as_postgres(&self.bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(self.dir.join("data"))
-            .args(["-m", "immediate", "stop"])
-            .stdout(std::process::Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Posts one command: Some(201 or 200) when accepted, None on 503 (the database restarting).
 async fn post(app: &axum::Router, event: &str, user: &str, delta: i64) -> Option<StatusCode> {
@@ -155,7 +47,7 @@ async fn post(app: &axum::Router, event: &str, user: &str, delta: i64) -> Option
 
 #[tokio::test]
 async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
-    let pg = PrivatePostgres::start();
+    let pg = PostgresServer::start().unwrap_or_else(|e| panic!("a private PostgreSQL: {e}"));
     let redis = TestRedis::new();
     let mut settings = Settings::default();
     settings.database.url = pg.url().into();
@@ -221,7 +113,7 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
     .expect("100 commands accepted before the restart");
     let restart = Instant::now();
     let pg = tokio::task::spawn_blocking(move || {
-        pg.ctl(&["-m", "fast", "restart"]);
+        pg.ctl(&["-m", "fast", "restart"]).expect("pg_ctl restart");
         pg
     })
     .await

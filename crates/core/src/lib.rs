@@ -12,3 +12,4 @@ pub mod ids;
 pub mod projection;
 pub mod shutdown;
 pub mod telemetry;
+pub mod tls;

@@ -1,19 +1,23 @@
 //! Child processes for the runs that exercise ledgerboard as it is deployed: the daemons as
-//! processes ([`Daemon`]) and a redis-server of the run's own ([`RedisServer`]), which a run may
-//! stop, restart or flush without touching anyone else's data, the one HTTP/1.1 client
-//! ([`http`]) that talks to them, and a small load balancer ([`Proxy`]) for rolling restarts. `lbchaos experiment`, `lbchaos chaos` and the tests
+//! processes ([`Daemon`]), a redis-server of the run's own ([`RedisServer`], plain or TLS-only)
+//! and a PostgreSQL cluster of its own ([`PostgresServer`]), which a run may stop, restart,
+//! flush or reconfigure without touching anyone else's data, the one HTTP/1.1 client
+//! ([`http`]) that talks to them, and a small load balancer ([`Proxy`]) for rolling restarts.
+//! `lbchaos experiment`, `lbchaos chaos` and the tests
 //! (through the testkit) use them.
 
 mod daemon;
 pub mod http;
+mod postgres_server;
 mod proxy;
 mod redis_cluster;
 mod redis_server;
 
 pub use daemon::{Daemon, binary_beside_current_exe};
+pub use postgres_server::PostgresServer;
 pub use proxy::{Backend, Proxy};
 pub use redis_cluster::{NodeInfo, RedisCluster};
-pub use redis_server::RedisServer;
+pub use redis_server::{RedisServer, RedisTls};
 
 /// A local port free at the time of the call, and released: whoever binds it later may find
 /// it taken. The one copy of this helper; its callers make up for the race. A daemon is given

@@ -8,10 +8,13 @@ use std::io::{Error, ErrorKind};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::RedisServer;
+use crate::{RedisServer, RedisTls};
 
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
+    /// TLS-only nodes (`tls-cluster yes`: the bus and replication are TLS too, and the nodes
+    /// announce their TLS ports), reached by redis-cli with the harness's client certificate.
+    tls: Option<RedisTls>,
 }
 
 /// One line of `CLUSTER NODES`.
@@ -26,10 +29,20 @@ pub struct NodeInfo {
 
 impl RedisCluster {
     pub fn start() -> std::io::Result<RedisCluster> {
+        Self::start_inner(None)
+    }
+
+    /// A cluster whose nodes speak only TLS ([`RedisServer::start_tls`]); `seeds()` are
+    /// `rediss://`.
+    pub fn start_tls(tls: RedisTls) -> std::io::Result<RedisCluster> {
+        Self::start_inner(Some(tls))
+    }
+
+    fn start_inner(tls: Option<RedisTls>) -> std::io::Result<RedisCluster> {
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            nodes.push(RedisServer::start_with_fresh(|| {
-                Ok(vec![
+            let args = || {
+                let mut args: Vec<String> = vec![
                     "--cluster-enabled".into(),
                     "yes".into(),
                     "--cluster-node-timeout".into(),
@@ -38,24 +51,36 @@ impl RedisCluster {
                     // found again when a start is retried.
                     "--cluster-port".into(),
                     crate::free_port()?.to_string(),
-                ])
-            })?);
+                ];
+                if tls.is_some() {
+                    args.extend(
+                        ["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from),
+                    );
+                }
+                Ok(args)
+            };
+            nodes.push(match &tls {
+                None => RedisServer::start_with_fresh(args)?,
+                Some(t) => RedisServer::start_tls_with_fresh(t.clone(), args)?,
+            });
         }
         let mut create = Command::new("redis-cli");
+        create.args(tls_args(tls.as_ref()));
         create.arg("--cluster").arg("create");
         for n in &nodes {
             create.arg(format!("127.0.0.1:{}", n.port));
         }
-        let out = create
-            .args(["--cluster-replicas", "1", "--cluster-yes"])
-            .output()?;
+        create.args(["--cluster-replicas", "1", "--cluster-yes"]);
+        // redis-cli waits for the nodes to join with no bound of its own (forever when they
+        // cannot talk to each other, a TLS bus that refuses its peers): bounded here.
+        let out = output_within(&mut create, Duration::from_secs(60))?;
         if !out.status.success() {
             return Err(Error::other(format!(
                 "redis-cli --cluster create: {}",
                 String::from_utf8_lossy(&out.stdout)
             )));
         }
-        let cluster = RedisCluster { nodes };
+        let cluster = RedisCluster { nodes, tls };
         cluster.wait_until(Duration::from_secs(30), |c| c.is_ok())?;
         Ok(cluster)
     }
@@ -69,8 +94,9 @@ impl RedisCluster {
     /// replicas (right after `--cluster create` the replicas still show as empty masters).
     pub fn is_ok(&self) -> bool {
         self.nodes.iter().all(|n| {
-            cli(n.port, &["CLUSTER", "INFO"]).is_ok_and(|info| info.contains("cluster_state:ok"))
-                && cli(n.port, &["CLUSTER", "NODES"]).is_ok_and(|text| {
+            cli(self.tls.as_ref(), n.port, &["CLUSTER", "INFO"])
+                .is_ok_and(|info| info.contains("cluster_state:ok"))
+                && cli(self.tls.as_ref(), n.port, &["CLUSTER", "NODES"]).is_ok_and(|text| {
                     let nodes: Vec<_> = text.lines().filter_map(parse_node).collect();
                     nodes
                         .iter()
@@ -87,7 +113,7 @@ impl RedisCluster {
         let text = self
             .nodes
             .iter()
-            .find_map(|n| cli(n.port, &["CLUSTER", "NODES"]).ok())
+            .find_map(|n| cli(self.tls.as_ref(), n.port, &["CLUSTER", "NODES"]).ok())
             .ok_or_else(|| Error::other("no node answers CLUSTER NODES"))?;
         Ok(text.lines().filter_map(parse_node).collect())
     }
@@ -100,7 +126,7 @@ impl RedisCluster {
             .into_iter()
             .find(|n| !n.master)
             .ok_or_else(|| Error::other("no replica"))?;
-        cli(replica.port, &["CLUSTER", "FAILOVER"])?;
+        cli(self.tls.as_ref(), replica.port, &["CLUSTER", "FAILOVER"])?;
         self.wait_until(Duration::from_secs(30), |c| {
             c.topology()
                 .is_ok_and(|t| t.iter().any(|n| n.port == replica.port && n.master))
@@ -124,15 +150,21 @@ impl RedisCluster {
             .ok_or_else(|| Error::other("only one master"))?;
         let slot_arg = slot.to_string();
         cli(
+            self.tls.as_ref(),
             target.port,
             &["CLUSTER", "SETSLOT", &slot_arg, "IMPORTING", &source.id],
         )?;
         cli(
+            self.tls.as_ref(),
             source.port,
             &["CLUSTER", "SETSLOT", &slot_arg, "MIGRATING", &target.id],
         )?;
         loop {
-            let keys = cli(source.port, &["CLUSTER", "GETKEYSINSLOT", &slot_arg, "100"])?;
+            let keys = cli(
+                self.tls.as_ref(),
+                source.port,
+                &["CLUSTER", "GETKEYSINSLOT", &slot_arg, "100"],
+            )?;
             let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
             if keys.is_empty() {
                 break;
@@ -140,10 +172,11 @@ impl RedisCluster {
             let port = target.port.to_string();
             let mut args = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
             args.extend(keys);
-            cli(source.port, &args)?;
+            cli(self.tls.as_ref(), source.port, &args)?;
         }
         for m in &masters {
             cli(
+                self.tls.as_ref(),
                 m.port,
                 &["CLUSTER", "SETSLOT", &slot_arg, "NODE", &target.id],
             )?;
@@ -177,8 +210,50 @@ impl RedisCluster {
 }
 
 /// One command through `redis-cli` (plain text out; an error reply is an error).
-fn cli(port: u16, args: &[&str]) -> std::io::Result<String> {
+/// Runs `cmd` to its end, or kills it after `limit`.
+fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<std::process::Output> {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let started = Instant::now();
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output()?;
+            return Err(Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "redis-cli --cluster create did not finish within {limit:?}: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output()
+}
+
+/// redis-cli's TLS arguments: the CA it trusts and the client certificate it presents.
+fn tls_args(tls: Option<&RedisTls>) -> Vec<String> {
+    let Some(tls) = tls else {
+        return Vec::new();
+    };
+    let path = |p: &std::path::PathBuf| p.display().to_string();
+    vec![
+        "--tls".into(),
+        "--cacert".into(),
+        path(&tls.ca_file),
+        "--cert".into(),
+        path(&tls.client_cert_file),
+        "--key".into(),
+        path(&tls.client_key_file),
+    ]
+}
+
+fn cli(tls: Option<&RedisTls>, port: u16, args: &[&str]) -> std::io::Result<String> {
     let out = Command::new("redis-cli")
+        .args(tls_args(tls))
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(args)
         .output()?;

@@ -13,6 +13,21 @@ pub struct RedisServer {
     dir: PathBuf,
     child: Option<Child>,
     extra: Vec<String>,
+    tls: Option<RedisTls>,
+}
+
+/// A TLS-only server: `port` is its `--tls-port` and the plain port is off (`--port 0`).
+#[derive(Clone, Debug)]
+pub struct RedisTls {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// The CA that client certificates must chain to, and that this harness trusts.
+    pub ca_file: PathBuf,
+    /// `--tls-auth-clients yes`: a client without a certificate is refused.
+    pub require_client_cert: bool,
+    /// The certificate and key the harness's own connections present.
+    pub client_cert_file: PathBuf,
+    pub client_key_file: PathBuf,
 }
 
 impl RedisServer {
@@ -25,11 +40,32 @@ impl RedisServer {
         Self::start_with_fresh(|| Ok(extra.to_vec()))
     }
 
+    /// A server that speaks only TLS, on `port` ([`RedisServer::url`] is `rediss://`).
+    pub fn start_tls(tls: RedisTls) -> std::io::Result<RedisServer> {
+        Self::start_inner(Some(tls), || Ok(Vec::new()))
+    }
+
+    /// [`RedisServer::start_tls`] with arguments made anew for each attempt (a TLS cluster
+    /// node's).
+    pub fn start_tls_with_fresh(
+        tls: RedisTls,
+        extra: impl Fn() -> std::io::Result<Vec<String>>,
+    ) -> std::io::Result<RedisServer> {
+        Self::start_inner(Some(tls), extra)
+    }
+
     /// Like [`RedisServer::start_with`], with the arguments made anew for each attempt (a
     /// cluster node's bus port is a free port too). A port found free may be taken by someone
     /// else before redis-server binds it: then the server exits, or another server answers on
     /// it, and the start is tried again on other ports, up to [`START_ATTEMPTS`] times.
     pub fn start_with_fresh(
+        extra: impl Fn() -> std::io::Result<Vec<String>>,
+    ) -> std::io::Result<RedisServer> {
+        Self::start_inner(None, extra)
+    }
+
+    fn start_inner(
+        tls: Option<RedisTls>,
         extra: impl Fn() -> std::io::Result<Vec<String>>,
     ) -> std::io::Result<RedisServer> {
         let dir =
@@ -40,6 +76,7 @@ impl RedisServer {
             dir,
             child: None,
             extra: Vec::new(),
+            tls,
         };
         let mut attempt = 1;
         loop {
@@ -56,7 +93,35 @@ impl RedisServer {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// `--port P`, or for TLS `--port 0 --tls-port P` and the certificate files.
+    fn port_args(&self) -> Vec<String> {
+        let port = self.port.to_string();
+        let Some(tls) = &self.tls else {
+            return vec!["--port".into(), port];
+        };
+        let path = |p: &PathBuf| p.display().to_string();
+        vec![
+            "--port".into(),
+            "0".into(),
+            "--tls-port".into(),
+            port,
+            "--tls-cert-file".into(),
+            path(&tls.cert_file),
+            "--tls-key-file".into(),
+            path(&tls.key_file),
+            "--tls-ca-cert-file".into(),
+            path(&tls.ca_file),
+            "--tls-auth-clients".into(),
+            if tls.require_client_cert { "yes" } else { "no" }.into(),
+        ]
     }
 
     /// Starts the process on `self.port` and waits until it answers. `AddrInUse` when the
@@ -64,7 +129,8 @@ impl RedisServer {
     /// taken after it was found free).
     fn spawn(&mut self) -> std::io::Result<()> {
         let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(self.port_args())
+            .args(["--bind", "127.0.0.1"])
             .args([
                 "--save",
                 "",
@@ -119,8 +185,24 @@ impl RedisServer {
     }
 
     fn connection(&self) -> Option<redis::Connection> {
-        redis::Client::open(self.url())
-            .ok()?
+        let client = match &self.tls {
+            None => redis::Client::open(self.url()).ok()?,
+            Some(tls) => {
+                let read = |p: &PathBuf| std::fs::read(p).ok();
+                redis::Client::build_with_tls(
+                    self.url(),
+                    redis::TlsCertificates {
+                        client_tls: Some(redis::ClientTlsConfig {
+                            client_cert: read(&tls.client_cert_file)?,
+                            client_key: read(&tls.client_key_file)?,
+                        }),
+                        root_cert: Some(read(&tls.ca_file)?),
+                    },
+                )
+                .ok()?
+            }
+        };
+        client
             .get_connection_with_timeout(Duration::from_secs(2))
             .ok()
     }
@@ -215,6 +297,7 @@ mod tests {
             dir,
             child: None,
             extra: Vec::new(),
+            tls: None,
         };
         let err = second.spawn().expect_err("a second server on a taken port");
         assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");

@@ -10,11 +10,11 @@
 use std::time::Duration;
 
 use ledgerboard_core::backoff::Backoff;
-use ledgerboard_core::config::{DatabaseSettings, parse_postgres_url};
+use ledgerboard_core::config::DatabaseSettings;
 use ledgerboard_core::db::wakeup::OUTBOX_CHANNEL;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 pub fn spawn(
@@ -49,12 +49,14 @@ async fn listen_once(
     tx: &watch::Sender<u64>,
     cancel: &CancellationToken,
 ) -> Result<(), String> {
-    let mut pg = parse_postgres_url(settings.session_url()).map_err(|e| e.to_string())?;
+    let params = ledgerboard_core::db::tls::connect_params(settings, settings.session_url())
+        .map_err(|e| e.to_string())?;
+    let mut pg = params.config;
     pg.connect_timeout(settings.connect_timeout())
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(15))
         .application_name("ledgerboard-projector-listen");
-    let (client, mut connection) = pg.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (client, mut connection) = pg.connect(params.tls).await.map_err(|e| e.to_string())?;
     let forward = tx.clone();
     let mut driver = tokio::spawn(async move {
         loop {

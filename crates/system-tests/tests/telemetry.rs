@@ -539,8 +539,15 @@ mod collector {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_commands_trace_reaches_its_projection_over_otlp() {
+/// A local OTLP/gRPC collector recording what it receives: `http://`, or with `tls` (a
+/// certificate and its key, PEM) `https://`.
+async fn start_collector(
+    tls: Option<(&str, &str)>,
+) -> (
+    String,
+    Received,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+) {
     use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
 
@@ -548,13 +555,59 @@ async fn a_commands_trace_reaches_its_projection_over_otlp() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let endpoint = format!("{scheme}://{}", listener.local_addr().expect("addr"));
+    let mut builder = tonic::transport::Server::builder();
+    if let Some((cert, key)) = tls {
+        builder = builder
+            .tls_config(
+                tonic::transport::ServerTlsConfig::new()
+                    .identity(tonic::transport::Identity::from_pem(cert, key)),
+            )
+            .expect("collector TLS");
+    }
     let server = tokio::spawn(
-        tonic::transport::Server::builder()
+        builder
             .add_service(TraceServiceServer::new(received.clone()))
             .add_service(MetricsServiceServer::new(received.clone()))
             .serve_with_incoming(tokio_stream_from(listener)),
     );
+    (endpoint, received, server)
+}
+
+/// The api exports to an `https` collector whose certificate chains to
+/// `telemetry.otlp_ca_file` (a CA made by the test, unknown to the system's roots).
+#[tokio::test(flavor = "multi_thread")]
+async fn spans_reach_an_https_collector_trusted_through_the_ca_file() {
+    let pki = ledgerboard_testkit::tls::TestPki::generate();
+    let (endpoint, received, server) =
+        start_collector(Some((&pki.server.cert, &pki.server.key))).await;
+    let ca = pki.ca_file.display().to_string();
+    let mut stack = Stack::new(
+        None,
+        &[
+            ("LEDGERBOARD__TELEMETRY__OTLP_ENDPOINT", endpoint.as_str()),
+            ("LEDGERBOARD__TELEMETRY__OTLP_CA_FILE", ca.as_str()),
+        ],
+    )
+    .await;
+    let api = stack.start(API);
+    assert_eq!(stack.post("tls", 3), 201);
+    // Stopping flushes what the batch exporter still holds.
+    stack.stop(api);
+    let spans = received.spans.lock().expect("lock").clone();
+    assert!(
+        spans
+            .iter()
+            .any(|(service, name, _, _)| service == API && name.starts_with("POST /v1/boards/")),
+        "no request span reached the https collector: {spans:?}"
+    );
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commands_trace_reaches_its_projection_over_otlp() {
+    let (endpoint, received, server) = start_collector(None).await;
 
     let mut stack = Stack::new(
         None,

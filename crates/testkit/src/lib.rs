@@ -10,9 +10,10 @@
 mod env;
 mod pgbouncer;
 mod scrape;
+pub mod tls;
 
 pub use env::TestEnv;
-pub use ledgerboard_harness::env_refs;
+pub use ledgerboard_harness::{PostgresServer, env_refs};
 pub use pgbouncer::PgBouncer;
 pub use scrape::Scrape;
 

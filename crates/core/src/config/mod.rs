@@ -27,7 +27,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use bounds::{Count, Millis, OutOfRange};
-pub use database::{DatabaseSettings, parse_postgres_url};
+pub use database::{
+    DatabaseSettings, PostgresTarget, SslMode, parse_postgres_target, parse_postgres_url,
+};
 pub use log::{LogFormat, LogSettings};
 pub use redis::RedisSettings;
 pub use secret::{Redaction, Secret, SecretUrl, UrlPassword, Whole};

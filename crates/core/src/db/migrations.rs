@@ -10,12 +10,11 @@
 
 use std::time::Duration;
 
-use tokio_postgres::NoTls;
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
 use super::{Op, Statement};
-use crate::config::{DatabaseSettings, parse_postgres_url};
+use crate::config::DatabaseSettings;
 
 mod embedded {
     refinery::embed_migrations!("../../migrations");
@@ -178,11 +177,14 @@ pub struct MigrationReport {
 /// this is a rollback) is left as it is; one two or more ahead, or whose applied migrations
 /// differ from the embedded ones, is refused.
 pub async fn migrate(settings: &DatabaseSettings) -> Result<MigrationReport, StoreError> {
-    let mut pg = parse_postgres_url(settings.session_url())
-        .map_err(|e| StoreError::Internal(e.to_string()))?;
+    let super::tls::ConnectParams {
+        config: mut pg,
+        tls,
+        ..
+    } = super::tls::connect_params(settings, settings.session_url())?;
     pg.connect_timeout(settings.connect_timeout())
         .application_name("lbctl-migrate");
-    let (mut client, connection) = pg.connect(NoTls).await?;
+    let (mut client, connection) = pg.connect(tls).await?;
     let conn_task = tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %e, "migration connection ended with an error");

@@ -15,6 +15,7 @@ pub mod reads;
 pub mod source;
 pub mod statement;
 mod status;
+pub mod tls;
 pub mod wakeup;
 
 pub use errors::StoreError;

@@ -2,12 +2,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::StoreError;
 use super::metrics::{self, Op};
 use super::statement::{Params, Statement, Statements};
+use super::tls::{MakeRustlsConnect, connect_params};
 use super::wakeup::Wakeup;
 use crate::backoff::Backoff;
 use crate::config::{DatabaseSettings, redact_url};
@@ -20,6 +21,9 @@ pub struct Database {
     url_for_logs: String,
     wakeup: Arc<Wakeup>,
     statements: Statements,
+    /// The sessions' TLS, for the cancel requests (a connection of their own, with the same
+    /// `sslmode` and verification as the session they cancel).
+    tls: MakeRustlsConnect,
 }
 
 impl Database {
@@ -32,8 +36,8 @@ impl Database {
         settings: &DatabaseSettings,
         application_name: &str,
     ) -> Result<Self, StoreError> {
-        let mut pg = crate::config::parse_postgres_url(&settings.url)
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let params = connect_params(settings, &settings.url)?;
+        let mut pg = params.config;
         let statement_ms = settings.statement_timeout_ms.ms();
         pg.connect_timeout(settings.connect_timeout())
             .keepalives(true)
@@ -49,7 +53,7 @@ impl Database {
         }
         let manager = Manager::from_config(
             pg,
-            NoTls,
+            params.tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -68,6 +72,7 @@ impl Database {
             url_for_logs: redact_url(&settings.url),
             wakeup: Arc::new(Wakeup::new()),
             statements: Statements::for_pooler(settings.transaction_pooler),
+            tls: params.tls,
         })
     }
 
@@ -156,6 +161,7 @@ impl Database {
         // arrives, and would otherwise cancel whatever the next borrower sends on it.
         let guard = CancelOnDrop {
             token: Some(client.cancel_token()),
+            tls: self.tls.clone(),
             client: Some(client),
         };
         let outcome = match guard.client.as_ref() {
@@ -210,6 +216,7 @@ impl Database {
 /// connection out of the pool.
 struct CancelOnDrop {
     token: Option<tokio_postgres::CancelToken>,
+    tls: MakeRustlsConnect,
     client: Option<Object>,
 }
 
@@ -238,8 +245,9 @@ impl Drop for CancelOnDrop {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let tls = self.tls.clone();
         runtime.spawn(async move {
-            match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(NoTls)).await {
+            match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(tls)).await {
                 Ok(Ok(())) => metrics::cancelled(),
                 Ok(Err(e)) => tracing::warn!(error = %e, "could not cancel an abandoned query"),
                 Err(_) => tracing::warn!("cancelling an abandoned query timed out"),

@@ -41,12 +41,17 @@ pub(super) struct ClusterBackend {
 
 impl ClusterBackend {
     pub(super) fn new(settings: &RedisSettings) -> Result<Self, ReadModelError> {
-        let client = ClusterClientBuilder::new(settings.seed_urls())
+        let mut builder = ClusterClientBuilder::new(settings.seed_urls())
             .connection_timeout(settings.connect_timeout())
             // Per attempt and overall (redirects and retries included): one call never takes
             // longer than the single-server pool's, so the projector's batch budget holds.
-            .response_timeout(settings.response_timeout())
-            .build()?;
+            .response_timeout(settings.response_timeout());
+        // rediss:// seeds: every node the client learns of is reached over TLS too, with the
+        // same CA and client certificate.
+        if settings.tls() {
+            builder = builder.certs(super::tls::certificates(settings)?);
+        }
+        let client = builder.build()?;
         Ok(Self {
             client,
             connection: OnceCell::new(),

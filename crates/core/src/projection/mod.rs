@@ -21,6 +21,7 @@ mod metrics;
 pub mod read;
 pub mod scripts;
 mod store;
+mod tls;
 
 pub use apply::{Outage, RowOutcome, apply_batch, is_outage, request_rebuild, request_rebuilds};
 pub use cluster::ClusterLink;

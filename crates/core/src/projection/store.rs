@@ -23,6 +23,9 @@ pub enum ReadModelError {
     /// The error of a read shared by several requests (the api's coalesced reads).
     #[error(transparent)]
     Shared(std::sync::Arc<ReadModelError>),
+    /// A `rediss://` setting that cannot be used (a CA or client certificate file).
+    #[error("redis TLS: {0}")]
+    Tls(#[from] crate::tls::TlsFileError),
 }
 
 impl From<redis::RedisError> for ReadModelError {
@@ -35,6 +38,20 @@ impl From<deadpool_redis::PoolError> for ReadModelError {
     fn from(err: deadpool_redis::PoolError) -> Self {
         ReadModelError::Unavailable(err.to_string())
     }
+}
+
+/// Where one `url` leads, with its TLS when it is `rediss://`: the certificate must chain to
+/// `redis.ca_file` (else the system's roots) and name the host, and the client certificate is
+/// presented when set. The files are read here, so a bad one stops the daemon at start-up.
+fn connection_info(
+    settings: &RedisSettings,
+    url: &str,
+) -> Result<redis::ConnectionInfo, ReadModelError> {
+    if !url.trim_start().starts_with("rediss://") {
+        return Ok(redis::IntoConnectionInfo::into_connection_info(url)?);
+    }
+    let client = redis::Client::build_with_tls(url, super::tls::certificates(settings)?)?;
+    Ok(client.get_connection_info().clone())
 }
 
 /// The read model's Redis connections and the key layout of this deployment's namespace.
@@ -73,7 +90,8 @@ impl Store {
         let connection = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout()))
             .set_response_timeout(Some(settings.response_timeout()));
-        let manager = Manager::new_with_config(settings.url.as_str(), connection)?;
+        let manager =
+            Manager::new_with_config(connection_info(settings, &settings.url)?, connection)?;
         let pool = Pool::builder(manager)
             .max_size(settings.pool_max_size.get())
             .runtime(Runtime::Tokio1)

@@ -19,7 +19,8 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_otlp::tonic_types::transport::{Certificate, ClientTlsConfig};
+use opentelemetry_otlp::{WithExportConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -29,6 +30,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::{LogFormat, LogSettings, TelemetrySettings};
+use crate::tls::TlsFileError;
 
 /// How long buffered spans and metrics may take to reach the collector when a daemon exits
 /// (on top of `shutdown.grace_ms`).
@@ -103,6 +105,8 @@ pub fn init(
         reason,
     };
 
+    let tls = otlp_tls(settings).map_err(|e| otlp_error(e.to_string()))?;
+
     let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
         settings.trace_sample_ratio,
     )));
@@ -110,12 +114,14 @@ pub fn init(
         .with_resource(resource.clone())
         .with_sampler(sampler);
     if let Some(endpoint) = endpoint {
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .with_endpoint(endpoint)
-            .with_timeout(settings.otlp_timeout())
-            .build()
-            .map_err(|e| otlp_error(e.to_string()))?;
+            .with_timeout(settings.otlp_timeout());
+        if let Some(tls) = &tls {
+            exporter = exporter.with_tls_config(tls.clone());
+        }
+        let exporter = exporter.build().map_err(|e| otlp_error(e.to_string()))?;
         tracer_builder = tracer_builder.with_batch_exporter(exporter);
     }
     let tracer_provider = tracer_builder.build();
@@ -130,12 +136,14 @@ pub fn init(
         .with_resource(resource)
         .with_reader(prometheus_reader);
     if let Some(endpoint) = endpoint {
-        let exporter = opentelemetry_otlp::MetricExporter::builder()
+        let mut exporter = opentelemetry_otlp::MetricExporter::builder()
             .with_tonic()
             .with_endpoint(endpoint)
-            .with_timeout(settings.otlp_timeout())
-            .build()
-            .map_err(|e| otlp_error(e.to_string()))?;
+            .with_timeout(settings.otlp_timeout());
+        if let Some(tls) = &tls {
+            exporter = exporter.with_tls_config(tls.clone());
+        }
+        let exporter = exporter.build().map_err(|e| otlp_error(e.to_string()))?;
         meter_builder = meter_builder.with_reader(
             PeriodicReader::builder(exporter)
                 .with_interval(settings.metrics_export_interval())
@@ -158,6 +166,27 @@ pub fn init(
         tracer_provider,
         meter_provider,
     })
+}
+
+/// TLS to an `https` collector: its certificate must chain to `telemetry.otlp_ca_file`, else
+/// to the system's roots, and name the host. The file is read here, so a bad one stops the
+/// daemon at start-up. `None` for an `http` collector.
+fn otlp_tls(settings: &TelemetrySettings) -> Result<Option<ClientTlsConfig>, TlsFileError> {
+    if !settings.otlp_tls() {
+        return Ok(None);
+    }
+    let config = ClientTlsConfig::new();
+    Ok(Some(if settings.otlp_ca_file.is_empty() {
+        config.with_native_roots()
+    } else {
+        let path = std::path::Path::new(&settings.otlp_ca_file);
+        // Parsed here for an error that names the setting; tonic takes the PEM as it is.
+        crate::tls::certificates("telemetry.otlp_ca_file", path)?;
+        config.ca_certificate(Certificate::from_pem(crate::tls::read_pem(
+            "telemetry.otlp_ca_file",
+            path,
+        )?))
+    }))
 }
 
 /// Logging only, for `lbctl` and tools. The filter was validated with the settings; should it
@@ -193,4 +222,44 @@ where
     };
     // A second call (tests) keeps the first subscriber.
     let _ = result;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::otlp_tls;
+    use crate::config::TelemetrySettings;
+
+    fn endpoint(url: &str, ca_file: &str) -> TelemetrySettings {
+        TelemetrySettings {
+            otlp_endpoint: url.into(),
+            otlp_ca_file: ca_file.into(),
+            ..TelemetrySettings::default()
+        }
+    }
+
+    #[test]
+    fn an_https_collector_gets_tls_with_its_ca_file() {
+        let pki = ledgerboard_testkit::tls::TestPki::generate();
+        let ca = pki.ca_file.display().to_string();
+        assert!(matches!(otlp_tls(&endpoint("http://c:4317", "")), Ok(None)));
+        assert!(matches!(
+            otlp_tls(&endpoint("https://c:4317", &ca)),
+            Ok(Some(_))
+        ));
+        assert!(matches!(
+            otlp_tls(&endpoint("https://c:4317", "")),
+            Ok(Some(_))
+        ));
+        let missing = otlp_tls(&endpoint("https://c:4317", "/nonexistent.pem"))
+            .expect_err("a CA file that is not there");
+        assert!(
+            missing.to_string().contains("telemetry.otlp_ca_file"),
+            "{missing}"
+        );
+        let not_pem = pki.path("not.pem");
+        std::fs::write(&not_pem, "no certificate here").expect("write");
+        let err = otlp_tls(&endpoint("https://c:4317", &not_pem.display().to_string()))
+            .expect_err("a file with no certificate");
+        assert!(err.to_string().contains("no PEM certificate"), "{err}");
+    }
 }
