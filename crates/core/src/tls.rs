@@ -95,75 +95,37 @@ pub fn roots(setting: &str, ca_file: Option<&Path>) -> Result<RootCertStore, Tls
     Ok(roots)
 }
 
-/// Accepts any certificate: the connection is encrypted but the server not authenticated
-/// (PostgreSQL's `prefer` and `require`, like libpq's). The handshake's signatures are still
-/// checked, so the peer holds the key of the certificate it sent.
+/// The server-certificate check of PostgreSQL's weaker modes, which rustls's own verifier (chain
+/// and name: `verify-full`) does not offer. Either way the handshake's signatures are checked,
+/// so the peer holds the key of the certificate it sent.
 #[derive(Debug)]
-pub struct NoVerification {
+pub struct PartialVerifier {
+    /// None: any certificate is accepted, the connection is encrypted but the server not
+    /// authenticated (`prefer` and `require`, like libpq's). Some: the certificate must chain
+    /// to one of these roots and be valid now, whatever host it names (`verify-ca`).
+    roots: Option<Arc<RootCertStore>>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl NoVerification {
-    pub fn new(provider: &CryptoProvider) -> Self {
+impl PartialVerifier {
+    /// Accepts any certificate (`prefer`, `require`).
+    pub fn any_certificate(provider: &CryptoProvider) -> Self {
         Self {
+            roots: None,
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
+    /// Checks the chain, not the name (`verify-ca`).
+    pub fn chain_only(roots: RootCertStore, provider: &CryptoProvider) -> Self {
+        Self {
+            roots: Some(Arc::new(roots)),
             algorithms: provider.signature_verification_algorithms,
         }
     }
 }
 
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// Checks that the certificate chains to a trusted root and is valid now, but not which host
-/// it names (PostgreSQL's `verify-ca`).
-#[derive(Debug)]
-pub struct ChainOnly {
-    roots: Arc<RootCertStore>,
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ChainOnly {
-    pub fn new(roots: RootCertStore, provider: &CryptoProvider) -> Self {
-        Self {
-            roots: Arc::new(roots),
-            algorithms: provider.signature_verification_algorithms,
-        }
-    }
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for PartialVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -172,14 +134,16 @@ impl ServerCertVerifier for ChainOnly {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 

@@ -23,7 +23,7 @@ pub use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::errors::StoreError;
 use crate::config::{DatabaseSettings, SslMode, parse_postgres_target};
-use crate::tls::{ChainOnly, NoVerification, TlsFileError};
+use crate::tls::{PartialVerifier, TlsFileError};
 
 /// What connecting to one PostgreSQL URL takes.
 #[derive(Clone)]
@@ -71,15 +71,18 @@ pub fn connector(
     };
     let config = match mode {
         SslMode::Disable | SslMode::Prefer | SslMode::Require => {
-            let verifier: Arc<dyn ServerCertVerifier> = Arc::new(NoVerification::new(&provider));
+            let verifier: Arc<dyn ServerCertVerifier> =
+                Arc::new(PartialVerifier::any_certificate(&provider));
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(verifier)
                 .with_no_client_auth()
         }
         SslMode::VerifyCa => {
-            let verifier: Arc<dyn ServerCertVerifier> =
-                Arc::new(ChainOnly::new(crate::tls::roots(setting, path)?, &provider));
+            let verifier: Arc<dyn ServerCertVerifier> = Arc::new(PartialVerifier::chain_only(
+                crate::tls::roots(setting, path)?,
+                &provider,
+            ));
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(verifier)
