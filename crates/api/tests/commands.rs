@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{Request, StatusCode};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::db::migrate;
 use ledgerboard_testkit::{BlackHole, TestDb, TestRedis, closed_port, settings_for};
@@ -33,19 +33,8 @@ async fn harness() -> Harness {
     }
 }
 
-fn post_raw(board: &str, body: impl Into<Body>) -> Request<Body> {
-    Request::post(format!("/v1/boards/{board}/scores"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(
-            header::AUTHORIZATION,
-            format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
-        )
-        .body(body.into())
-        .expect("request")
-}
-
 async fn post(app: &Router, board: &str, body: Value) -> (StatusCode, Value) {
-    send(app, post_raw(board, body.to_string())).await
+    send(app, common::command(board, body.to_string())).await
 }
 
 fn command(event: Uuid, user: &str, delta: i64) -> Value {
@@ -267,7 +256,7 @@ async fn invalid_commands_get_clear_errors_and_write_nothing() {
         ),
     ];
     for (board, body, status, code) in cases {
-        let (got, answer) = send(&h.app, post_raw(board, body.clone())).await;
+        let (got, answer) = send(&h.app, common::command(board, body.clone())).await;
         assert_eq!(
             (got, error_code(&answer)),
             (status, code),

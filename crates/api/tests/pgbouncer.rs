@@ -10,28 +10,25 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{Request, StatusCode};
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::config::Count;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
-use ledgerboard_testkit::{PgBouncer, TEST_TOKEN, TestDb, TestRedis, test_tokens, wait_until};
+use ledgerboard_testkit::{PgBouncer, TestDb, TestRedis, test_tokens, wait_until};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use common::send;
 
 fn command(board: &str, user: u32, delta: i64) -> Request<Body> {
-    Request::post(format!("/v1/boards/{board}/scores"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::AUTHORIZATION, format!("Bearer {TEST_TOKEN}"))
-        .body(Body::from(
-            json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": format!("u{user}"), "delta": delta})
-                .to_string(),
-        ))
-        .expect("request")
+    common::command(
+        board,
+        json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": format!("u{user}"), "delta": delta})
+            .to_string(),
+    )
 }
 
 fn get(path: &str) -> Request<Body> {

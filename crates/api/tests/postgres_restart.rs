@@ -11,33 +11,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::{Settings, app_with, get};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
-use ledgerboard_testkit::{PostgresServer, TEST_TOKEN, TestRedis, wait_until};
+use ledgerboard_testkit::{PostgresServer, TestRedis, wait_until};
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 /// Posts one command: Some(201 or 200) when accepted, None on 503 (the database restarting).
 async fn post(app: &axum::Router, event: &str, user: &str, delta: i64) -> Option<StatusCode> {
     let body = serde_json::json!({"event_id": event, "user_id": user, "delta": delta});
-    let response = app
-        .clone()
-        .oneshot(
-            Request::post("/v1/boards/pg/scores")
-                .header("content-type", "application/json")
-                .header("authorization", format!("Bearer {TEST_TOKEN}"))
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await
-        .expect("answer");
-    let status = response.status();
+    let (status, _) = common::send_text(app, common::command("pg", body.to_string())).await;
     match status {
         StatusCode::CREATED | StatusCode::OK => Some(status),
         StatusCode::SERVICE_UNAVAILABLE => None,

@@ -3,12 +3,10 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::{TestEnv, app_with, get, seal};
 use ledgerboard_core::config::Millis;
 use ledgerboard_testkit::closed_port;
-use tower::ServiceExt;
 
 /// Source rows for `board`, written to PostgreSQL, then projected into Redis by the real
 /// rebuild, which also seals the board, as the reconciler does for every board.
@@ -368,21 +366,8 @@ async fn bounded_reads_follow_a_stopped_and_restarted_projector() {
     let app = app_with(&env.settings);
     let post = async |user: &str, delta: i64| {
         let body = serde_json::json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": user, "delta": delta});
-        let response = app
-            .clone()
-            .oneshot(
-                Request::post("/v1/boards/live/scores")
-                    .header("content-type", "application/json")
-                    .header(
-                        "authorization",
-                        format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
-                    )
-                    .body(Body::from(body.to_string()))
-                    .expect("request"),
-            )
-            .await
-            .expect("answer");
-        assert_eq!(response.status(), StatusCode::CREATED);
+        let (status, _) = common::send_text(&app, common::command("live", body.to_string())).await;
+        assert_eq!(status, StatusCode::CREATED);
     };
     let start = |env: &TestEnv| {
         let cancel = CancellationToken::new();

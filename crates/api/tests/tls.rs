@@ -10,17 +10,15 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::{Settings, app_with, get};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::db::tls::connect_params;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_testkit::tls::{TestPki, tls_postgres, tls_redis};
-use ledgerboard_testkit::{TEST_TOKEN, wait_until};
+use ledgerboard_testkit::wait_until;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 #[tokio::test]
 async fn commands_projection_and_reads_work_over_tls_only() {
@@ -84,18 +82,8 @@ async fn commands_projection_and_reads_work_over_tls_only() {
             "user_id": user,
             "delta": delta,
         });
-        let response = app
-            .clone()
-            .oneshot(
-                Request::post("/v1/boards/tls/scores")
-                    .header("content-type", "application/json")
-                    .header("authorization", format!("Bearer {TEST_TOKEN}"))
-                    .body(Body::from(body.to_string()))
-                    .expect("request"),
-            )
-            .await
-            .expect("answer");
-        assert_eq!(response.status(), StatusCode::CREATED, "command {i}");
+        let (status, _) = common::send_text(&app, common::command("tls", body.to_string())).await;
+        assert_eq!(status, StatusCode::CREATED, "command {i}");
         *expected.entry((*user).to_owned()).or_insert(0_i64) += delta;
     }
 

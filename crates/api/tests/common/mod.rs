@@ -105,6 +105,18 @@ pub async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
     send(app, Request::get(uri).body(Body::empty()).expect("request")).await
 }
 
+/// A score command for `board` with the test token (`admin` scope) and `body` as sent.
+pub fn command(board: &str, body: impl Into<Body>) -> Request<Body> {
+    Request::post(format!("/v1/boards/{board}/scores"))
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .header(
+            axum::http::header::AUTHORIZATION,
+            format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+        )
+        .body(body.into())
+        .expect("request")
+}
+
 /// Sends `request` through the router; the answer must be JSON.
 pub async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
     let uri = request.uri().clone();
