@@ -167,17 +167,7 @@ async fn postgres_restarted_under_load_loses_nothing_and_everything_recovers() {
         let (pending, page) = &*last.borrow();
         panic!("not recovered: {pending} pending, {page}")
     });
-    let top: BTreeMap<String, i64> = last.borrow().1["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .map(|e| {
-            (
-                e["user_id"].as_str().expect("user").to_owned(),
-                e["score"].as_i64().expect("score"),
-            )
-        })
-        .collect();
+    let top = common::entry_scores(&last.borrow().1);
     assert_eq!(top, source, "the projection after the restart");
     eprintln!(
         "postgres restarted in {restarted_in:?}; {} users, {refused} commands answered 503 and retried; recovered {:?} after the load",

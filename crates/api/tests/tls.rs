@@ -103,17 +103,7 @@ async fn commands_projection_and_reads_work_over_tls_only() {
         "no read from the projection over TLS: {}",
         last.borrow()
     );
-    let top: BTreeMap<String, i64> = last.borrow()["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .map(|e| {
-            (
-                e["user_id"].as_str().expect("user").to_owned(),
-                e["score"].as_i64().expect("score"),
-            )
-        })
-        .collect();
+    let top = common::entry_scores(&last.borrow());
     assert_eq!(top, expected, "the projection read over TLS");
     let (status, standing) = get(&app, "/v1/boards/tls/users/ana").await;
     assert_eq!(status, StatusCode::OK, "{standing}");

@@ -189,3 +189,18 @@ pub fn api_process(
     );
     (api, public, admin)
 }
+
+/// A page's entries as user → score (the page must have entries).
+pub fn entry_scores(page: &Value) -> std::collections::BTreeMap<String, i64> {
+    page["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {page}"))
+        .iter()
+        .map(|e| {
+            (
+                e["user_id"].as_str().expect("user").to_owned(),
+                e["score"].as_i64().expect("score"),
+            )
+        })
+        .collect()
+}
