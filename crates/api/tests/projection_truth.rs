@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestEnv, app_with, get, seal};
+use common::{TestEnv, app_with, entries, get, seal};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,20 +53,6 @@ async fn source_top(env: &TestEnv, board: &str, limit: i64) -> Vec<(String, i64)
         .expect("source")
         .iter()
         .map(|r| (r.get(0), r.get(1)))
-        .collect()
-}
-
-fn entries(page: &Value) -> Vec<(String, i64)> {
-    page["entries"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no entries: {page}"))
-        .iter()
-        .map(|e| {
-            (
-                e["user_id"].as_str().expect("user").to_owned(),
-                e["score"].as_i64().expect("score"),
-            )
-        })
         .collect()
 }
 

@@ -190,8 +190,8 @@ pub fn api_process(
     (api, public, admin)
 }
 
-/// A page's entries as user → score (the page must have entries).
-pub fn entry_scores(page: &Value) -> std::collections::BTreeMap<String, i64> {
+/// A page's entries in rank order, as (user, score) (the page must have entries).
+pub fn entries(page: &Value) -> Vec<(String, i64)> {
     page["entries"]
         .as_array()
         .unwrap_or_else(|| panic!("no entries: {page}"))
@@ -203,4 +203,9 @@ pub fn entry_scores(page: &Value) -> std::collections::BTreeMap<String, i64> {
             )
         })
         .collect()
+}
+
+/// A page's entries as user → score.
+pub fn entry_scores(page: &Value) -> std::collections::BTreeMap<String, i64> {
+    entries(page).into_iter().collect()
 }
