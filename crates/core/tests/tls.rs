@@ -8,13 +8,13 @@
 use std::time::{Duration, Instant};
 
 use ledgerboard_core::config::{DatabaseSettings, Millis, RedisSettings, SslMode};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::db::tls::connect_params;
-use ledgerboard_core::db::{Database, Op};
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::tls::{
     TestPki, tls_postgres, tls_postgres_present, tls_redis, tls_redis_cluster,
 };
-use ledgerboard_testkit::wait_until;
+use ledgerboard_testkit::{abandon_a_query, query_stopped};
 
 fn database(url: String, ca_file: &std::path::Path) -> DatabaseSettings {
     DatabaseSettings {
@@ -75,37 +75,13 @@ async fn postgres_sslmodes_verify_what_they_say() {
         ..full.clone()
     };
     let db = Database::connect(&long, "tls-test").expect("pool");
-    let client = db.client().await.expect("a pooled TLS connection");
-    let pid: i32 = client
-        .query_one("SELECT pg_backend_pid()", &[])
-        .await
-        .expect("pid")
-        .get(0);
     // A query its caller gives up on is cancelled: the cancel request is a connection of its
     // own, which must use the same TLS (require-or-better: without it there is none).
-    let abandoned = tokio::time::timeout(
-        Duration::from_millis(300),
-        db.bounded(Op::Ping, client, async |c| {
-            c.simple_query("SELECT pg_sleep(60)").await
-        }),
-    )
-    .await;
-    assert!(abandoned.is_err(), "the sleep cannot have finished");
+    let pid = abandon_a_query(&db, Duration::from_millis(300)).await;
     let watcher = Database::connect(&full, "tls-watch").expect("pool");
     let watch = watcher.client().await.expect("connection");
-    let cancelled = wait_until(Duration::from_secs(10), || async {
-        watch
-            .query_opt(
-                "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
-                &[&pid],
-            )
-            .await
-            .expect("pg_stat_activity")
-            .is_none()
-    })
-    .await;
     assert!(
-        cancelled.is_some(),
+        query_stopped(&watch, pid).await,
         "the abandoned query still runs: the cancel did not reach the server over TLS"
     );
     // The URL's sslrootcert stands in for database.ca_file.

@@ -400,6 +400,44 @@ pub async fn migrate(url: &str) {
 }
 
 /// The migrations this build embeds, as `lbctl migrate` applies them.
+/// Sends `SELECT pg_sleep(60)` through `db.bounded` and gives up on it after `after`, as a
+/// caller that timed out does; returns the backend pid the query ran on. (The session's
+/// `statement_timeout` must be well over the wait of [`query_stopped`], or it, not the cancel,
+/// ends the query.)
+pub async fn abandon_a_query(db: &ledgerboard_core::db::Database, after: Duration) -> i32 {
+    let client = db.client().await.expect("a pooled connection");
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0);
+    let abandoned = tokio::time::timeout(
+        after,
+        db.bounded(ledgerboard_core::db::Op::Ping, client, async |c| {
+            c.simple_query("SELECT pg_sleep(60)").await
+        }),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the sleep cannot have finished");
+    pid
+}
+
+/// Whether backend `pid` stops running a query within 10 s, seen from `watch`.
+pub async fn query_stopped(watch: &tokio_postgres::Client, pid: i32) -> bool {
+    wait_until(Duration::from_secs(10), || async {
+        watch
+            .query_opt(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
+                &[&pid],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .is_none()
+    })
+    .await
+    .is_some()
+}
+
 mod embedded {
     refinery::embed_migrations!("../../migrations");
 }
