@@ -7,6 +7,7 @@ pub mod board;
 pub mod config;
 pub mod daemon;
 pub mod db;
+pub mod definition;
 pub mod domain;
 pub mod ids;
 pub mod projection;

@@ -1,17 +1,25 @@
 //! The Redis key layout: the one place that builds key names.
 //!
 //! ```text
-//! <namespace>:lb:{<board>}:z          sorted set   member user_id → score
-//! <namespace>:lb:{<board>}:v          hash         user_id → version of the score in :z
+//! <namespace>:lb:{<board>}:z          sorted set   member (user_id, or its tie key and user_id:
+//!                                                  member.rs) → score
+//! <namespace>:lb:{<board>}:v          hash         user_id → version of the score in :z (and
+//!                                                  the member's tie key, member.rs)
+//! <namespace>:lb:{<board>}:d          sorted set   the board's distinct scores (member: the
+//!                                                  score in decimal; score: the score), for
+//!                                                  dense ranks; the seal's `dcard` counts them
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
 //! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
-//!                                                  the projection was given), built_at (ms)
+//!                                                  the projection was given), dcard (distinct
+//!                                                  scores :d holds), built_at (ms)
 //! <namespace>:lb:{<board>}:z:rebuild  sorted set   a rebuild's new generation, until it goes live
 //! <namespace>:lb:{<board>}:v:rebuild  hash         (same)
+//! <namespace>:lb:{<board>}:d:rebuild  sorted set   (same)
 //! <namespace>:lb:{<board>}:m:rebuild  hash         (same): while it exists, projection writes
 //!                                                  reach the new generation too
 //! <namespace>:lb:{<board>}:z:retired  sorted set   the generation a rebuild replaced, until deleted
 //! <namespace>:lb:{<board>}:v:retired  hash         (same)
+//! <namespace>:lb:{<board>}:d:retired  sorted set   (same)
 //! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
 //! <namespace>:rebuild:requests        set          boards a reader or projector found unsealed
 //! ```
@@ -58,6 +66,18 @@ impl KeyLayout {
     /// The board's hash of user id → version of the score held in [`Self::scores`].
     pub fn versions(&self, board: &BoardId) -> String {
         format!("{}:v", self.board_prefix(board))
+    }
+
+    /// The board's distinct scores (member: the score in decimal; score: the score): a dense
+    /// rank is one more than the count of distinct scores ahead, one ZCOUNT.
+    pub fn distinct(&self, board: &BoardId) -> String {
+        format!("{}:d", self.board_prefix(board))
+    }
+    pub fn rebuild_distinct(&self, board: &BoardId) -> String {
+        format!("{}:d:rebuild", self.board_prefix(board))
+    }
+    pub fn retired_distinct(&self, board: &BoardId) -> String {
+        format!("{}:d:retired", self.board_prefix(board))
     }
 
     /// The marker of an event already applied to the board.
@@ -175,6 +195,9 @@ mod tests {
         assert_eq!(slot, cluster_slot(&keys.rebuild_scores(&board)));
         assert_eq!(slot, cluster_slot(&keys.retired_versions(&board)));
         assert_eq!(slot, cluster_slot(&keys.meta(&board)));
+        assert_eq!(slot, cluster_slot(&keys.distinct(&board)));
+        assert_eq!(slot, cluster_slot(&keys.rebuild_distinct(&board)));
+        assert_eq!(slot, cluster_slot(&keys.retired_distinct(&board)));
         assert_eq!(slot, cluster_slot(&keys.rebuild_meta(&board)));
     }
 }

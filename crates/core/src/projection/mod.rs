@@ -3,7 +3,8 @@
 //!
 //! - `store.rs`: the connections ([`Store`]), each call timed (`metrics.rs`); `cluster.rs`
 //!   for Redis Cluster mode.
-//! - `keys.rs`: the key layout, the one place that builds key names.
+//! - `keys.rs`: the key layout, the one place that builds key names; `member.rs`: how a
+//!   member is spelt so that Redis orders a board as the database does.
 //! - `scripts.rs` and `lua/`: the Lua scripts, embedded at build time, and how they are sent.
 //! - `apply.rs`: the projector's batch of outbox rows.
 //! - `read.rs`: the api's leaderboard reads, each with the board's seal.
@@ -17,6 +18,7 @@ pub mod generation;
 pub mod inspect;
 pub mod keys;
 pub mod lock;
+pub mod member;
 mod metrics;
 pub mod read;
 pub mod scripts;

@@ -1,0 +1,233 @@
+//! What a board is: its declared rule (operator), its order (sort, tie break) and the bounds of
+//! what may be submitted. A leaf: the command path (`board/`), both read paths (`db/reads.rs`,
+//! `projection/read.rs`) and the reconciler all take the order from here, so they cannot
+//! disagree. Where definitions are stored and cached is `board/definitions.rs`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
+
+/// How a submission changes a member's score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Operator {
+    /// Each command adds its `delta` (Steam/Nakama/PlayFab "increment" / "incr" / "Sum").
+    Add,
+    /// The member keeps its best submitted `score` (Steam KeepBest, Nakama best, PlayFab Max).
+    Best,
+    /// Each submitted `score` replaces the last (Steam ForceUpdate, Nakama set, PlayFab Last).
+    Latest,
+}
+
+/// Which end of the board wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Sort {
+    /// Highest score first (rank 1 is the highest).
+    Descending,
+    /// Lowest score first (a time trial).
+    Ascending,
+}
+
+/// How members with equal scores are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreak {
+    /// By user id in byte order, in the board's direction (descending boards: the greater id
+    /// first, as before definitions existed; ascending boards: the smaller id first).
+    UserId,
+    /// The member who reached the score first ranks first, in the order the database applied
+    /// the submissions (a sequence drawn inside the command's statement).
+    Earliest,
+}
+
+impl Operator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Best => "best",
+            Self::Latest => "latest",
+        }
+    }
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "add" => Some(Self::Add),
+            "best" => Some(Self::Best),
+            "latest" => Some(Self::Latest),
+            _ => None,
+        }
+    }
+    /// The name of the field a command on such a board carries its value in.
+    pub fn value_field(self) -> &'static str {
+        match self {
+            Self::Add => "delta",
+            Self::Best | Self::Latest => "score",
+        }
+    }
+}
+
+impl Sort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Descending => "descending",
+            Self::Ascending => "ascending",
+        }
+    }
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "descending" => Some(Self::Descending),
+            "ascending" => Some(Self::Ascending),
+            _ => None,
+        }
+    }
+    /// Whether score `a` ranks strictly ahead of score `b` on such a board.
+    pub fn ahead(self, a: i64, b: i64) -> bool {
+        match self {
+            Self::Descending => a > b,
+            Self::Ascending => a < b,
+        }
+    }
+}
+
+impl TieBreak {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserId => "user_id",
+            Self::Earliest => "earliest",
+        }
+    }
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "user_id" => Some(Self::UserId),
+            "earliest" => Some(Self::Earliest),
+            _ => None,
+        }
+    }
+}
+
+/// The order of a board: both read paths, the projection and the reconciler sort by it.
+///
+/// A member's place is `(score, tie, user_id)`, compared in the board's direction: descending
+/// boards put the greater tuple first, ascending boards the smaller. `tie` is 0 on `user_id`
+/// boards; on `earliest` boards it is drawn from `user_scores_reached_seq` when the score
+/// changes, signed by [`Order::tie_sign`] so that the earlier member's tuple sorts first.
+/// Redis sees the same tuple as `(score, member)`, `member` spelling `tie` and the user id in
+/// one order-preserving string (`projection/member.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Order {
+    pub sort: Sort,
+    pub tie_break: TieBreak,
+}
+
+impl Order {
+    /// The multiplier of the reached sequence's value: 0 (no tie key) on `user_id` boards;
+    /// on `earliest` boards −1 when descending (the earlier, smaller sequence value becomes the
+    /// greater tie, first in descending order), +1 when ascending.
+    pub fn tie_sign(self) -> i64 {
+        match (self.tie_break, self.sort) {
+            (TieBreak::UserId, _) => 0,
+            (TieBreak::Earliest, Sort::Descending) => -1,
+            (TieBreak::Earliest, Sort::Ascending) => 1,
+        }
+    }
+}
+
+/// A board's declared definition, or the implicit one of an undeclared board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BoardDefinition {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub board: BoardId,
+    pub display_name: String,
+    pub operator: Operator,
+    pub sort: Sort,
+    pub tie_break: TieBreak,
+    pub min_score: i64,
+    pub max_score: i64,
+    /// Bounds of one `delta`: add boards only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_delta: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delta: Option<i64>,
+    /// 0 for an undeclared board; bumped by every change of a declared one.
+    pub revision: i64,
+    /// Whether the board is declared (a row in `board_definitions`).
+    pub declared: bool,
+}
+
+/// Longest display name, in characters (a CHECK in `board_definitions` too).
+pub const MAX_DISPLAY_NAME_CHARS: usize = 128;
+
+impl BoardDefinition {
+    /// What a board without a definition is: today's behaviour, so existing clients and data
+    /// keep working (add, descending, ties by user id, deltas within ±1000).
+    pub fn implicit(board: BoardId) -> Self {
+        Self {
+            board,
+            display_name: String::new(),
+            operator: Operator::Add,
+            sort: Sort::Descending,
+            tie_break: TieBreak::UserId,
+            min_score: -MAX_ABS_SCORE,
+            max_score: MAX_ABS_SCORE,
+            min_delta: Some(MIN_DELTA),
+            max_delta: Some(MAX_DELTA),
+            revision: 0,
+            declared: false,
+        }
+    }
+
+    pub fn order(&self) -> Order {
+        Order {
+            sort: self.sort,
+            tie_break: self.tie_break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undeclared_board_is_todays_board() {
+        let d = BoardDefinition::implicit(BoardId::parse("weekly").expect("board"));
+        assert_eq!(d.operator, Operator::Add);
+        assert_eq!(d.order().tie_sign(), 0);
+        assert_eq!((d.min_delta, d.max_delta), (Some(-1000), Some(1000)));
+        assert!(!d.declared);
+    }
+
+    #[test]
+    fn the_earlier_member_sorts_first_in_either_direction() {
+        let order = |sort| Order {
+            sort,
+            tie_break: TieBreak::Earliest,
+        };
+        // Sequence values 5 (earlier) and 9 (later), at one score.
+        let (early, late) = (5, 9);
+        let desc = order(Sort::Descending).tie_sign();
+        // Descending: the greater tie comes first.
+        assert!(desc * early > desc * late);
+        let asc = order(Sort::Ascending).tie_sign();
+        // Ascending: the smaller tie comes first.
+        assert!(asc * early < asc * late);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for op in [Operator::Add, Operator::Best, Operator::Latest] {
+            assert_eq!(Operator::parse(op.as_str()), Some(op));
+        }
+        for s in [Sort::Descending, Sort::Ascending] {
+            assert_eq!(Sort::parse(s.as_str()), Some(s));
+        }
+        for t in [TieBreak::UserId, TieBreak::Earliest] {
+            assert_eq!(TieBreak::parse(t.as_str()), Some(t));
+        }
+        assert!(Sort::Ascending.ahead(1, 2) && Sort::Descending.ahead(2, 1));
+    }
+}
