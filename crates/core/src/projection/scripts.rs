@@ -2,7 +2,8 @@
 //! disk at run time), and the one way to send a pipeline of them.
 //!
 //! The scripts that check their keys' types share `lua/prelude.lua` (its `#!lua` line and
-//! `wrong_type`). Redis has no include, so the prelude is put in front of each of them here,
+//! `wrong_type`) and `lua/members.lua` (how members are spelt); read-only scripts share the
+//! latter behind a `#!lua flags=no-writes` line. Redis has no include, so the prelude is put in front of each of them here,
 //! at compile time: each is still sent as one body, loaded and called by one SHA1.
 
 use std::sync::LazyLock;
@@ -10,11 +11,26 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionLike;
 use redis::{Pipeline, RedisResult, Script};
 
-/// `lua/prelude.lua` followed by the script `lua/<name>.lua`, as one text.
+/// `lua/prelude.lua`, `lua/members.lua` (the spelling of members and the distinct-scores
+/// helper), then the script `lua/<name>.lua`, as one text.
 macro_rules! with_prelude {
     ($name:literal) => {
         concat!(
             include_str!("lua/prelude.lua"),
+            include_str!("lua/members.lua"),
+            include_str!(concat!("lua/", $name, ".lua"))
+        )
+    };
+}
+
+/// A read-only script: the `no-writes` flag (Redis then runs it on a replica, and never under
+/// OOM refusal), `lua/members.lua`, then `lua/<name>.lua`, which has no `#!lua` line of its own.
+#[allow(unused_macros)]
+macro_rules! read_only {
+    ($name:literal) => {
+        concat!(
+            "#!lua flags=no-writes\n",
+            include_str!("lua/members.lua"),
             include_str!(concat!("lua/", $name, ".lua"))
         )
     };

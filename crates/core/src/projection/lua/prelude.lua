@@ -15,3 +15,4 @@ local function wrong_type(key, expected)
   return nil
 end
 
+

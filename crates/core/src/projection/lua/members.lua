@@ -1,0 +1,56 @@
+-- Shared by the scripts that touch members (scripts.rs puts it after prelude.lua, or after a
+-- read script's own `#!lua flags=no-writes` line): how a member and a versions-hash value are
+-- spelt (member.rs), and the distinct-scores set that dense ranks count. It has no `#!lua`
+-- line: the first line of the whole text carries the flags.
+
+-- How a member is spelt (member.rs): the user id alone on boards whose ties go by user id
+-- (`key` ''), else "\1", the 16-digit tie key, the user id. Byte order of members is then the
+-- database's order of (tie, user_id).
+local function member_of(user, key)
+  if key == nil or key == '' then
+    return user
+  end
+  return '\1' .. key .. user
+end
+
+-- The version and tie key ('' for none) of a versions-hash value, '<version>' or
+-- '<version>:<16 hex digits>' (member.rs's `stored`); nil when it is neither.
+local function parse_stored(value)
+  local version = tonumber(value)
+  if version then
+    return version, ''
+  end
+  local v, key = string.match(value, '^(%d+):(%x+)$')
+  if v and #key == 16 then
+    return tonumber(v), key
+  end
+  return nil
+end
+
+-- A score as the distinct-scores set names it: the integer in decimal, whatever spelling
+-- Redis used for the double (ZSCORE may answer '1e+15' on some versions).
+local function score_name(score)
+  return string.format('%d', tonumber(score))
+end
+
+-- Keeps a board's distinct-scores set (:d, for dense ranks) true after one member of `scores`
+-- went from score `old` (nil: it was not there) to `new` (nil: it was removed); call it after
+-- the ZADD or ZREM. `seal` is the board's seal key when dcard must follow (the live
+-- generation); dcard is only moved where it exists: a seal written before :d existed has none,
+-- and its board is not trusted for dense ranks until a rebuild counts them.
+local function move_distinct(scores, distinct, seal, old, new)
+  if old ~= nil and (new == nil or tonumber(old) ~= tonumber(new)) then
+    if redis.call('ZCOUNT', scores, old, old) == 0 then
+      if redis.call('ZREM', distinct, score_name(old)) == 1 and seal
+          and redis.call('HEXISTS', seal, 'dcard') == 1 then
+        redis.call('HINCRBY', seal, 'dcard', -1)
+      end
+    end
+  end
+  if new ~= nil then
+    if redis.call('ZADD', distinct, new, score_name(new)) == 1 and seal
+        and redis.call('HEXISTS', seal, 'dcard') == 1 then
+      redis.call('HINCRBY', seal, 'dcard', 1)
+    end
+  end
+end
