@@ -12,6 +12,7 @@
 //! the outbox and the projection do not change.
 
 mod apply;
+pub mod definitions;
 pub mod increment;
 
 pub use apply::apply_score_command;

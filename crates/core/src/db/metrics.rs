@@ -51,6 +51,16 @@ pub enum Op {
     SchemaVersion,
     /// The chaos check's read of a whole board (`lbchaos chaos`).
     BoardScores,
+    /// One board's definition (`board/sql/definition_get.sql`).
+    BoardDefinition,
+    /// Declaring or changing a board's definition.
+    BoardDefine,
+    /// A page of board definitions.
+    BoardList,
+    /// Several members' standings at once (a friends board).
+    ReadUsers,
+    /// A board's entry count (`board_entry_counts`).
+    ReadTotal,
 }
 
 impl Label for Op {
@@ -82,6 +92,11 @@ impl Label for Op {
         Op::Ready,
         Op::SchemaVersion,
         Op::BoardScores,
+        Op::BoardDefinition,
+        Op::BoardDefine,
+        Op::BoardList,
+        Op::ReadUsers,
+        Op::ReadTotal,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -120,6 +135,11 @@ impl Op {
             Op::Ready => "ready",
             Op::SchemaVersion => "schema_version",
             Op::BoardScores => "board_scores",
+            Op::BoardDefinition => "board_definition",
+            Op::BoardDefine => "board_define",
+            Op::BoardList => "board_list",
+            Op::ReadUsers => "read_users",
+            Op::ReadTotal => "read_total",
         }
     }
 }

@@ -36,7 +36,11 @@ pub fn tie_key(tie: i64) -> String {
 
 /// The tie a 16-digit key spells; None for anything else.
 pub fn tie_of_key(key: &str) -> Option<i64> {
-    if key.len() != 16 || !key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if key.len() != 16
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         return None;
     }
     u64::from_str_radix(key, 16)
