@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ledgerboard_core::board::definitions::{DefineError, DefinitionError};
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::domain::ValidationError;
 use serde::Serialize;
@@ -23,6 +24,10 @@ pub enum ApiError {
     Stale,
     /// A well-formed request with an invalid value (422).
     Invalid(ValidationError),
+    /// A board definition that cannot be declared as stated (422).
+    InvalidDefinition(DefinitionError),
+    /// A change of the rule (operator, sort, tie break) of a board that has entries (409).
+    BoardHasEntries(String),
     /// The score would leave the range a Redis double holds exactly (422).
     ScoreOutOfRange,
     /// The event id was used before with another payload (409).
@@ -72,6 +77,10 @@ impl ApiError {
                 "the projection does not hold that version yet; retry, or read with consistency=bounded".into(),
             ),
             Self::Invalid(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()),
+            Self::InvalidDefinition(e) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string())
+            }
+            Self::BoardHasEntries(m) => (StatusCode::CONFLICT, "board_has_entries", m.clone()),
             Self::ScoreOutOfRange => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "score_out_of_range",
@@ -166,6 +175,26 @@ impl IntoResponse for ApiError {
 impl From<ValidationError> for ApiError {
     fn from(e: ValidationError) -> Self {
         Self::Invalid(e)
+    }
+}
+
+impl From<DefinitionError> for ApiError {
+    fn from(e: DefinitionError) -> Self {
+        Self::InvalidDefinition(e)
+    }
+}
+
+impl From<DefineError> for ApiError {
+    fn from(e: DefineError) -> Self {
+        match e {
+            DefineError::Invalid(e) => Self::InvalidDefinition(e),
+            DefineError::HasEntries { .. } => Self::BoardHasEntries(e.to_string()),
+            DefineError::Store(e) => e.into(),
+            // PUT replaces whatever is there (`Expect::Any`): neither can happen.
+            DefineError::AlreadyDeclared(_) | DefineError::Changed(_) => {
+                Self::Internal(e.to_string())
+            }
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 
 use crate::error::ApiError;
 pub use crate::server::{drain_after, serve};
@@ -31,6 +31,8 @@ pub use crate::state::AppState;
 pub fn router(state: AppState, settings: &ApiSettings) -> Router {
     let request_timeout = settings.request_timeout();
     let reads = Router::new()
+        .route("/v1/boards", get(routes::boards::list_boards))
+        .route("/v1/boards/{board}", get(routes::boards::get_board))
         .route("/v1/boards/{board}/top", get(routes::reads::top))
         .route(
             "/v1/boards/{board}/users/{user_id}",
@@ -49,6 +51,8 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/scores",
             post(routes::commands::post_score),
         )
+        // Admin only (checked in the handler); the GET of the same path is a read.
+        .route("/v1/boards/{board}", put(routes::boards::put_board))
         .merge(reads)
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(
             "/openapi.json",

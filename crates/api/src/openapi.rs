@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{commands, reads};
+use crate::routes::{boards, commands, reads};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -12,11 +12,20 @@ use crate::routes::{commands, reads};
         title = "ledgerboard",
         description = "Leaderboards whose reads are cheap and say how fresh they are. PostgreSQL is the source of truth; Redis holds a repairable projection."
     ),
-    paths(commands::post_score, reads::top, reads::user, reads::around),
+    paths(
+        commands::post_score,
+        reads::top,
+        reads::user,
+        reads::around,
+        boards::put_board,
+        boards::get_board,
+        boards::list_boards
+    ),
     modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),
-        (name = "reads", description = "leaderboard reads with their freshness")
+        (name = "reads", description = "leaderboard reads with their freshness"),
+        (name = "boards", description = "board definitions: operator, order, bounds")
     )
 )]
 pub struct ApiDoc;

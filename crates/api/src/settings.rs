@@ -36,6 +36,11 @@ pub struct ApiSettings {
     pub max_lag_ms: Millis<0, 86_400_000>,
     /// How long one measurement of the projection's lag serves all reads.
     pub freshness_cache_ms: Millis<0, 60_000>,
+    /// How long the api keeps a board's definition before reading it again. A change made
+    /// through this api process is seen by its next command at once; one made elsewhere (another
+    /// replica, `lbctl board`) within this long (commands validated against the old one are
+    /// refused by their statement and retried with the new one).
+    pub definition_cache_ms: Millis<0, 60_000>,
     /// Requests per second allowed per token (or, without one, per client address); 0 turns
     /// the limit off.
     pub rate_limit_per_s: u32,
@@ -81,6 +86,7 @@ impl Default for ApiSettings {
             request_timeout_ms: const { Millis::of(10_000) },
             max_lag_ms: const { Millis::of(2_000) },
             freshness_cache_ms: const { Millis::of(100) },
+            definition_cache_ms: const { Millis::of(1_000) },
             rate_limit_per_s: 1_000,
             rate_limit_burst: 2_000,
             max_connections: const { Count::of(10_000) },
@@ -123,6 +129,9 @@ impl ApiSettings {
     }
     pub fn freshness_cache(&self) -> Duration {
         self.freshness_cache_ms.get()
+    }
+    pub fn definition_cache(&self) -> Duration {
+        self.definition_cache_ms.get()
     }
     pub fn header_timeout(&self) -> Duration {
         self.header_timeout_ms.get()

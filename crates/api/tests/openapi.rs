@@ -30,6 +30,8 @@ async fn the_document_covers_every_route_and_its_answers() {
     assert_eq!(
         names,
         [
+            "/v1/boards",
+            "/v1/boards/{board}",
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
             "/v1/boards/{board}/users/{user_id}",
@@ -50,6 +52,10 @@ async fn the_document_covers_every_route_and_its_answers() {
     for p in ["board", "limit", "offset", "consistency"] {
         assert!(params.contains(&p), "top lacks {p}: {params:?}");
     }
+    let put = &paths["/v1/boards/{board}"]["put"]["responses"];
+    for code in ["200", "201", "401", "403", "409", "422", "503"] {
+        assert!(put.get(code).is_some(), "PUT boards lacks {code}");
+    }
     let schemas = doc["components"]["schemas"].as_object().expect("schemas");
     for s in [
         "CommandBody",
@@ -58,6 +64,9 @@ async fn the_document_covers_every_route_and_its_answers() {
         "Member",
         "Freshness",
         "ErrorBody",
+        "DefinitionBody",
+        "BoardDefinition",
+        "BoardList",
     ] {
         assert!(schemas.contains_key(s), "no schema {s}");
     }

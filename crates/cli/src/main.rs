@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use ledgerboard_core::board::definitions::{self, Declaration};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
+use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_reconciler::settings::Sections as ReconcilerSections;
@@ -48,11 +50,120 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         wait_secs: u64,
     },
+    /// Board definitions: operator, sort, tie break, bounds, display name (PostgreSQL only; the
+    /// api sees a change within `api.definition_cache_ms`).
+    Board {
+        #[command(subcommand)]
+        command: BoardCommand,
+    },
     /// Make bearer tokens for `auth.tokens`: only their SHA-256 digest goes into the settings.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum BoardCommand {
+    /// Declare a board that has no definition yet (what is left out takes its default).
+    Create {
+        #[arg(long)]
+        board: String,
+        /// add, best or latest.
+        #[arg(long)]
+        operator: String,
+        #[command(flatten)]
+        fields: BoardFields,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change what the flags state of a board's definition (an undeclared board's is the
+    /// implicit one: add, descending, user_id); the rest stays. The operator, sort and tie break
+    /// of a board with entries do not change.
+    Update {
+        #[arg(long)]
+        board: String,
+        /// add, best or latest.
+        #[arg(long)]
+        operator: Option<String>,
+        #[command(flatten)]
+        fields: BoardFields,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a board's definition (an undeclared board's implicit one too).
+    Show {
+        #[arg(long)]
+        board: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the declared boards in board id order.
+    List {
+        /// Boards after this id.
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The fields of a definition besides the operator.
+#[derive(clap::Args)]
+struct BoardFields {
+    /// descending (the highest score ranks first) or ascending.
+    #[arg(long)]
+    sort: Option<String>,
+    /// user_id or earliest (the first to reach a score ranks first).
+    #[arg(long)]
+    tie_break: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    min_score: Option<i64>,
+    #[arg(long, allow_negative_numbers = true)]
+    max_score: Option<i64>,
+    /// Add boards only.
+    #[arg(long, allow_negative_numbers = true)]
+    min_delta: Option<i64>,
+    /// Add boards only.
+    #[arg(long, allow_negative_numbers = true)]
+    max_delta: Option<i64>,
+    #[arg(long)]
+    display_name: Option<String>,
+}
+
+impl BoardFields {
+    fn declaration(self, operator: Option<&str>) -> anyhow::Result<Declaration> {
+        use ledgerboard_core::board::definitions::{parse_operator, parse_sort, parse_tie_break};
+        Ok(Declaration {
+            display_name: self.display_name,
+            operator: operator
+                .map(parse_operator)
+                .transpose()
+                .context("--operator")?,
+            sort: self
+                .sort
+                .as_deref()
+                .map(parse_sort)
+                .transpose()
+                .context("--sort")?,
+            tie_break: self
+                .tie_break
+                .as_deref()
+                .map(parse_tie_break)
+                .transpose()
+                .context("--tie-break")?,
+            min_score: self.min_score,
+            max_score: self.max_score,
+            min_delta: self.min_delta,
+            max_delta: self.max_delta,
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -111,6 +222,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Migrate => migrate(&settings).await,
         Command::Status { json } => status(&settings, json).await,
         Command::Parked { command } => parked(&settings, command).await,
+        Command::Board { command } => board(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {
             rebuild(args.daemon.config.as_deref(), &board, wait_secs).await
         }
@@ -226,6 +338,104 @@ async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> any
         "the rebuild switched, but its catch-up pass did not complete: run the reconciler"
     );
     Ok(())
+}
+
+async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()> {
+    let db = Database::connect(&settings.database, "lbctl")?;
+    db::check_schema(&db).await?.ensure_compatible()?;
+    let parse = |b: &str| BoardId::parse(b).context("--board");
+    match command {
+        BoardCommand::Create {
+            board,
+            operator,
+            fields,
+            json,
+        } => {
+            let board = parse(&board)?;
+            let declaration = fields.declaration(Some(&operator))?;
+            let defined = definitions::declare(&db, &board, &declaration).await?;
+            print_definition(defined.definition, json, "declared")?;
+        }
+        BoardCommand::Update {
+            board,
+            operator,
+            fields,
+            json,
+        } => {
+            let board = parse(&board)?;
+            let changes = fields.declaration(operator.as_deref())?;
+            let defined = definitions::update(&db, &board, &changes).await?;
+            let what = if defined.changed {
+                "changed"
+            } else {
+                "unchanged"
+            };
+            print_definition(defined.definition, json, what)?;
+        }
+        BoardCommand::Show { board, json } => {
+            let def = definitions::get(&db, &parse(&board)?).await?;
+            let what = if def.declared {
+                "declared"
+            } else {
+                "undeclared"
+            };
+            print_definition(def, json, what)?;
+        }
+        BoardCommand::List { after, limit, json } => {
+            let after = after
+                .as_deref()
+                .map(BoardId::parse)
+                .transpose()
+                .context("--after")?;
+            let defs = definitions::list(&db, after.as_ref(), limit as usize).await?;
+            if defs.is_empty() && !json {
+                println!("no declared boards");
+            } else {
+                print_definitions(&defs, json, "declared")?;
+            }
+        }
+    }
+    db.close();
+    Ok(())
+}
+
+/// `list --json`: an array; the other commands: one object. Text: one line per definition.
+fn print_definitions(defs: &[BoardDefinition], json: bool, what: &str) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(defs)?);
+        return Ok(());
+    }
+    print_lines(defs, what);
+    Ok(())
+}
+
+fn print_definition(def: BoardDefinition, json: bool, what: &str) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(&def)?);
+    } else {
+        print_lines(&[def], what);
+    }
+    Ok(())
+}
+
+fn print_lines(defs: &[BoardDefinition], what: &str) {
+    for d in defs {
+        let deltas = match (d.min_delta, d.max_delta) {
+            (Some(min), Some(max)) => format!("\tdelta={min}..{max}"),
+            _ => String::new(),
+        };
+        println!(
+            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}\trevision={}\tdisplay_name={:?}",
+            d.board,
+            d.operator.as_str(),
+            d.sort.as_str(),
+            d.tie_break.as_str(),
+            d.min_score,
+            d.max_score,
+            d.revision,
+            d.display_name,
+        );
+    }
 }
 
 async fn parked(settings: &Settings, command: ParkedCommand) -> anyhow::Result<()> {

@@ -183,3 +183,158 @@ async fn rebuild_builds_a_board_from_the_source() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--board"));
 }
+
+#[tokio::test]
+async fn board_create_update_show_and_list() {
+    let db = TestDb::create().await;
+    let (ok, _, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    let json = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    };
+
+    let (ok, out, err) = lbctl(&db, &["board", "show", "--board", "weekly", "--json"]);
+    assert!(ok, "{err}");
+    let implicit = json(&out);
+    assert_eq!(
+        (implicit["operator"].clone(), implicit["declared"].clone()),
+        (serde_json::json!("add"), serde_json::json!(false))
+    );
+
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "create",
+            "--board",
+            "lap-1",
+            "--operator",
+            "best",
+            "--sort",
+            "ascending",
+            "--tie-break",
+            "earliest",
+            "--min-score",
+            "1",
+            "--max-score",
+            "600000",
+            "--display-name",
+            "Lap 1",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let created = json(&out);
+    assert_eq!(created["revision"], 1);
+    assert_eq!(created["sort"], "ascending");
+    let (ok, _, err) = lbctl(
+        &db,
+        &["board", "create", "--board", "lap-1", "--operator", "best"],
+    );
+    assert!(!ok, "a second create is refused");
+    assert!(err.contains("already declared"), "{err}");
+
+    // An update changes what it names and keeps the rest; negative numbers are values.
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "update",
+            "--board",
+            "lap-1",
+            "--min-score",
+            "-5",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let updated = json(&out);
+    assert_eq!(
+        (
+            updated["min_score"].clone(),
+            updated["max_score"].clone(),
+            updated["revision"].clone()
+        ),
+        (
+            serde_json::json!(-5),
+            serde_json::json!(600000),
+            serde_json::json!(2)
+        )
+    );
+    let (ok, out, err) = lbctl(
+        &db,
+        &["board", "update", "--board", "lap-1", "--min-score", "-5"],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("unchanged") && out.contains("revision=2"),
+        "{out}"
+    );
+
+    // Bad values name their flag; a board with entries keeps its rule.
+    let (ok, _, err) = lbctl(
+        &db,
+        &["board", "create", "--board", "x", "--operator", "max"],
+    );
+    assert!(!ok);
+    assert!(err.contains("--operator"), "{err}");
+    let (ok, _, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "create",
+            "--board",
+            "x",
+            "--operator",
+            "best",
+            "--max-delta",
+            "3",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("add boards only"), "{err}");
+    db.client()
+        .await
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version) VALUES ('lap-1', 'u', 7, 1)",
+            &[],
+        )
+        .await
+        .expect("an entry");
+    let (ok, _, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "update",
+            "--board",
+            "lap-1",
+            "--operator",
+            "latest",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("has entries"), "{err}");
+
+    let (ok, _, err) = lbctl(
+        &db,
+        &["board", "create", "--board", "daily", "--operator", "add"],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = lbctl(&db, &["board", "list", "--json"]);
+    assert!(ok, "{err}");
+    let boards: Vec<String> = json(&out)
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|d| d["board"].as_str().expect("board").to_owned())
+        .collect();
+    assert_eq!(boards, ["daily", "lap-1"]);
+    let (ok, out, err) = lbctl(&db, &["board", "list", "--after", "daily"]);
+    assert!(ok, "{err}");
+    // Still best: the refused update changed nothing.
+    assert!(
+        out.starts_with("lap-1\tdeclared\toperator=best\tsort=ascending"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+}

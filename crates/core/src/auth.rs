@@ -53,6 +53,11 @@ impl TokenEntry {
         })
     }
 
+    /// Declaring and changing board definitions needs `admin`.
+    pub fn may_administer(&self) -> bool {
+        self.scopes.contains(&Scope::Admin)
+    }
+
     /// Reading needs `read`; a token that may write or administer may read too.
     pub fn may_read(&self) -> bool {
         !self.scopes.is_empty()
@@ -176,9 +181,10 @@ mod tests {
         assert_eq!(eu.name, "eu");
         assert!(eu.may_write(&season) && !eu.may_write(&other) && eu.may_read());
         let ops = table.authenticate("ops-secret").expect("ops");
-        assert!(ops.may_write(&other));
+        assert!(ops.may_write(&other) && ops.may_administer());
         let reader = table.authenticate("read-secret").expect("reader");
-        assert!(!reader.may_write(&season) && reader.may_read());
+        assert!(!reader.may_write(&season) && reader.may_read() && !reader.may_administer());
+        assert!(!eu.may_administer());
         assert!(table.authenticate("eu-secreT").is_none());
         assert!(table.authenticate("").is_none());
         assert_eq!(

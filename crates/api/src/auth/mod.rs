@@ -122,6 +122,21 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// Declaring or changing a board's definition needs a token with the `admin` scope.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        match self {
+            Identity::Anonymous => Err(ApiError::Unauthenticated(
+                "board definitions are changed with a bearer token",
+            )),
+            Identity::Token(t) if t.may_administer() => Ok(()),
+            Identity::Token(_) => Err(ApiError::Forbidden(
+                "changing board definitions needs the admin scope",
+            )),
+        }
+    }
+}
+
 /// Read routes, when `auth.reads = token`: any valid token may read.
 pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) -> Response {
     if auth.reads == ReadAccess::Token {

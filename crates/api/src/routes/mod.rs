@@ -1,6 +1,7 @@
 //! HTTP routes. Handlers validate input into domain types, call the store, and return JSON;
 //! status codes are decided in `error.rs` only.
 
+pub mod boards;
 pub mod commands;
 pub mod reads;
 

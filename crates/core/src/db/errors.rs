@@ -34,7 +34,8 @@ pub enum StoreError {
 pub(crate) enum Failure {
     /// Another transaction recorded the same event id first: run the command again.
     EventRace,
-    /// Serialization failure or deadlock: safe to run again.
+    /// Serialization failure, deadlock, or a lock not granted within `lock_timeout` (a board
+    /// definition's change waits that long for commands in flight): safe to run again.
     Transient,
     ScoreOutOfRange,
     Unavailable,
@@ -51,6 +52,7 @@ pub(crate) fn classify(err: &tokio_postgres::Error) -> Failure {
         Failure::EventRace
     } else if *code == SqlState::T_R_SERIALIZATION_FAILURE
         || *code == SqlState::T_R_DEADLOCK_DETECTED
+        || *code == SqlState::LOCK_NOT_AVAILABLE
     {
         Failure::Transient
     } else if (*code == SqlState::CHECK_VIOLATION

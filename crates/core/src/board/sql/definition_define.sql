@@ -1,0 +1,59 @@
+-- Declares or changes one board's definition in ONE statement, and refuses a change of the
+-- board's rule (operator, sort or tie break) while the board has entries: they were applied
+-- under the old rule and are ordered by the old order, so changing it under them would leave
+-- the board half in one rule and half in the other.
+-- $1 board_id, $2 display_name, $3 operator, $4 sort, $5 tie_break, $6 min_score,
+-- $7 max_score, $8 min_delta, $9 max_delta (both NULL on best and latest boards),
+-- $10 the revision the caller read in this transaction (0: the board had no definition).
+--
+-- Runs in board/definitions.rs's transaction. When the rule changes, the caller has taken
+-- `LOCK TABLE user_scores IN SHARE MODE` first (definition_lock_entries.sql): no command can
+-- add an entry until the commit, and this statement's snapshot, taken after the lock, sees
+-- every entry committed before it. The check and the write are then exact.
+--
+-- The caller's revision guards everything else: a definition written since the caller read it
+-- (by another definer, perhaps of another rule and without the table lock) makes the upsert
+-- write nothing (the DO UPDATE's WHERE sees the newest row version, the INSERT conflicts), so
+-- `written` is empty, revision comes back NULL, and the caller reads again and retries.
+-- Nothing is ever deleted from board_definitions, so a row that existed still exists.
+WITH current AS (
+    SELECT operator, sort, tie_break
+    FROM board_definitions
+    WHERE board_id = $1
+),
+refusal AS (
+    -- An undeclared board follows the implicit rule (definition.rs's `implicit`).
+    SELECT (coalesce((SELECT operator FROM current), 'add'),
+            coalesce((SELECT sort FROM current), 'descending'),
+            coalesce((SELECT tie_break FROM current), 'user_id'))
+           IS DISTINCT FROM ($3, $4, $5)
+       -- The primary key (board_id, user_id) answers this from its first entry.
+       AND EXISTS (SELECT 1 FROM user_scores WHERE board_id = $1) AS has_entries
+),
+written AS (
+    INSERT INTO board_definitions AS d
+        (board_id, display_name, operator, sort, tie_break,
+         min_score, max_score, min_delta, max_delta)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+    FROM refusal
+    WHERE NOT has_entries
+    ON CONFLICT (board_id) DO UPDATE
+        SET display_name = EXCLUDED.display_name,
+            operator = EXCLUDED.operator,
+            sort = EXCLUDED.sort,
+            tie_break = EXCLUDED.tie_break,
+            min_score = EXCLUDED.min_score,
+            max_score = EXCLUDED.max_score,
+            min_delta = EXCLUDED.min_delta,
+            max_delta = EXCLUDED.max_delta,
+            -- A command carries the revision it was validated against; its statement refuses
+            -- to run under another one, so the change applies to every later command.
+            revision = d.revision + 1,
+            updated_at = now()
+        WHERE d.revision = $10
+    RETURNING display_name, operator, sort, tie_break, min_score, max_score,
+              min_delta, max_delta, revision
+)
+SELECT r.has_entries, w.*
+FROM refusal r
+LEFT JOIN written w ON true
