@@ -32,6 +32,7 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
     let request_timeout = settings.request_timeout();
     let reads = Router::new()
         .route("/v1/boards/{board}/top", get(routes::reads::top))
+        .route("/v1/boards/{board}/users", get(routes::reads::users))
         .route(
             "/v1/boards/{board}/users/{user_id}",
             get(routes::reads::user),

@@ -12,7 +12,7 @@ use crate::routes::{commands, reads};
         title = "ledgerboard",
         description = "Leaderboards whose reads are cheap and say how fresh they are. PostgreSQL is the source of truth; Redis holds a repairable projection."
     ),
-    paths(commands::post_score, reads::top, reads::user, reads::around),
+    paths(commands::post_score, reads::top, reads::users, reads::user, reads::around),
     modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),

@@ -1,6 +1,9 @@
 use std::sync::Arc;
 
 use axum::extract::FromRef;
+use std::time::Duration;
+
+use ledgerboard_core::board::definitions::Definitions;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
@@ -28,6 +31,8 @@ pub struct AppState {
     pub auth: Auth,
     /// Top reads in flight, shared by identical requests.
     pub top_reads: Arc<TopReads>,
+    /// Board definitions (order, rule), re-read from PostgreSQL after a short TTL.
+    pub definitions: Arc<Definitions>,
     /// Rebuilds asked for by reads that found a board's projection not whole.
     pub rebuilds: Arc<RebuildRequests>,
 }
@@ -63,6 +68,7 @@ impl AppState {
             auth: Auth::new(&own),
             top_reads: Arc::default(),
             rebuilds: Arc::default(),
+            definitions: Arc::new(Definitions::new(Duration::from_millis(1000))),
         }
     }
 }
