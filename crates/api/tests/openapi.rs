@@ -32,6 +32,7 @@ async fn the_document_covers_every_route_and_its_answers() {
         [
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
+            "/v1/boards/{board}/users",
             "/v1/boards/{board}/users/{user_id}",
             "/v1/boards/{board}/users/{user_id}/around"
         ]
@@ -47,15 +48,31 @@ async fn the_document_covers_every_route_and_its_answers() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    for p in ["board", "limit", "offset", "consistency"] {
+    for p in [
+        "board",
+        "limit",
+        "offset",
+        "after",
+        "rank_mode",
+        "consistency",
+    ] {
         assert!(params.contains(&p), "top lacks {p}: {params:?}");
     }
+    let users = &paths["/v1/boards/{board}/users"]["get"]["parameters"];
+    assert!(
+        users.as_array().is_some_and(|p| p
+            .iter()
+            .any(|p| p["name"] == "ids" && p["required"] == true)),
+        "{users}"
+    );
     let schemas = doc["components"]["schemas"].as_object().expect("schemas");
     for s in [
         "CommandBody",
         "CommandOutcome",
         "Page",
         "Member",
+        "Users",
+        "RankedEntry",
         "Freshness",
         "ErrorBody",
     ] {
