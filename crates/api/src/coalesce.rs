@@ -16,17 +16,37 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
-use ledgerboard_core::domain::{BoardId, RankedEntry};
+use ledgerboard_core::definition::Order;
+use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::{self, Sealed};
 use ledgerboard_core::projection::{ReadModelError, Store};
+use ledgerboard_core::ranking::{Cursor, Page, RankMode};
 
-type Page = Result<Sealed<Arc<Vec<RankedEntry>>>, Arc<ReadModelError>>;
-type Flight = Shared<BoxFuture<'static, Page>>;
+type Shareable = Result<Sealed<Arc<Page>>, Arc<ReadModelError>>;
+type Flight = Shared<BoxFuture<'static, Shareable>>;
 
-/// The reads in flight, by board, offset and limit.
+/// Which page: everything that changes its answer (the board's order too, so a definition
+/// changed meanwhile never joins a read of the old order).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TopRequest {
+    pub board: BoardId,
+    pub order: Order,
+    pub mode: RankMode,
+    /// Where the page starts: a position, or just after a cursor.
+    pub start: Start,
+    pub limit: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Start {
+    Offset(u64),
+    After(Cursor),
+}
+
+/// The reads in flight, by page.
 #[derive(Default)]
 pub struct TopReads {
-    flights: Mutex<HashMap<(BoardId, u64, u64), Flight>>,
+    flights: Mutex<HashMap<TopRequest, Flight>>,
 }
 
 impl TopReads {
@@ -34,30 +54,34 @@ impl TopReads {
     pub async fn top(
         &self,
         store: &Store,
-        board: &BoardId,
-        offset: u64,
-        limit: u64,
-    ) -> Result<Sealed<Arc<Vec<RankedEntry>>>, ReadModelError> {
-        let key = (board.clone(), offset, limit);
+        request: &TopRequest,
+    ) -> Result<Sealed<Arc<Page>>, ReadModelError> {
         let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
-            match flights.get(&key) {
+            match flights.get(request) {
                 // Still running: join it.
                 Some(f) if f.peek().is_none() => f.clone(),
                 _ => {
-                    let (store, board) = (store.clone(), board.clone());
+                    let (store, r) = (store.clone(), request.clone());
                     let f = async move {
-                        read::top(&store, &board, offset, limit)
-                            .await
-                            .map(|page| Sealed {
-                                value: Arc::new(page.value),
-                                seal: page.seal,
-                            })
-                            .map_err(Arc::new)
+                        let page = match &r.start {
+                            Start::Offset(offset) => {
+                                read::top(&store, &r.board, r.order, r.mode, *offset, r.limit).await
+                            }
+                            Start::After(cursor) => {
+                                read::after(&store, &r.board, r.order, r.mode, cursor, r.limit)
+                                    .await
+                            }
+                        };
+                        page.map(|page| Sealed {
+                            value: Arc::new(page.value),
+                            seal: page.seal,
+                        })
+                        .map_err(Arc::new)
                     }
                     .boxed()
                     .shared();
-                    flights.insert(key.clone(), f.clone());
+                    flights.insert(request.clone(), f.clone());
                     f
                 }
             }
@@ -66,8 +90,8 @@ impl TopReads {
         {
             // The first waiter to finish removes the flight, unless a newer one replaced it.
             let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
-            if flights.get(&key).is_some_and(|f| f.ptr_eq(&flight)) {
-                flights.remove(&key);
+            if flights.get(request).is_some_and(|f| f.ptr_eq(&flight)) {
+                flights.remove(request);
             }
         }
         page.map_err(ReadModelError::Shared)

@@ -19,6 +19,10 @@ pub enum ApiError {
     BadQuery(String),
     /// A query parameter outside its range (422).
     OutOfRange(String),
+    /// An `after` cursor that is not one a page gave, or given with `offset` (422).
+    InvalidCursor(String),
+    /// An `ids` list that is empty, too long, repeats an id or holds an invalid one (422).
+    InvalidIds(String),
     /// `consistency=eventual` with `min_version` the projection does not hold yet (409): the
     /// caller asked for the projection only, and it cannot honour read-your-writes yet.
     Stale,
@@ -71,6 +75,8 @@ impl ApiError {
             Self::BadPath(m) => (StatusCode::BAD_REQUEST, "invalid_path", m.clone()),
             Self::BadQuery(m) => (StatusCode::BAD_REQUEST, "invalid_query", m.clone()),
             Self::OutOfRange(m) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", m.clone()),
+            Self::InvalidCursor(m) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_cursor", m.clone()),
+            Self::InvalidIds(m) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ids", m.clone()),
             Self::Stale => (
                 StatusCode::CONFLICT,
                 "projection_behind",

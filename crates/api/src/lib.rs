@@ -34,6 +34,7 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .route("/v1/boards", get(routes::boards::list_boards))
         .route("/v1/boards/{board}", get(routes::boards::get_board))
         .route("/v1/boards/{board}/top", get(routes::reads::top))
+        .route("/v1/boards/{board}/users", get(routes::reads::users))
         .route(
             "/v1/boards/{board}/users/{user_id}",
             get(routes::reads::user),

@@ -15,6 +15,7 @@ use crate::routes::{boards, commands, reads};
     paths(
         commands::post_score,
         reads::top,
+        reads::users,
         reads::user,
         reads::around,
         boards::put_board,

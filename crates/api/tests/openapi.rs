@@ -34,6 +34,7 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/boards/{board}",
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
+            "/v1/boards/{board}/users",
             "/v1/boards/{board}/users/{user_id}",
             "/v1/boards/{board}/users/{user_id}/around"
         ]
@@ -49,19 +50,35 @@ async fn the_document_covers_every_route_and_its_answers() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    for p in ["board", "limit", "offset", "consistency"] {
+    for p in [
+        "board",
+        "limit",
+        "offset",
+        "after",
+        "rank_mode",
+        "consistency",
+    ] {
         assert!(params.contains(&p), "top lacks {p}: {params:?}");
     }
     let put = &paths["/v1/boards/{board}"]["put"]["responses"];
     for code in ["200", "201", "401", "403", "409", "422", "503"] {
         assert!(put.get(code).is_some(), "PUT boards lacks {code}");
     }
+    let users = &paths["/v1/boards/{board}/users"]["get"]["parameters"];
+    assert!(
+        users.as_array().is_some_and(|p| p
+            .iter()
+            .any(|p| p["name"] == "ids" && p["required"] == true)),
+        "{users}"
+    );
     let schemas = doc["components"]["schemas"].as_object().expect("schemas");
     for s in [
         "CommandBody",
         "CommandOutcome",
         "Page",
         "Member",
+        "Users",
+        "RankedEntry",
         "Freshness",
         "ErrorBody",
         "DefinitionBody",

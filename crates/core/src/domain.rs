@@ -200,23 +200,29 @@ pub struct CommandOutcome {
     pub duplicate: bool,
 }
 
-/// One line of a leaderboard page: rank 1 is the highest score; equal scores are ordered by
-/// user id in descending byte order, on both read paths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One line of a leaderboard answer, the same from both read paths: its rank in the read's
+/// rank mode (`ranking.rs`), in the board's order (`definition::Order`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RankedEntry {
     pub rank: u64,
     pub user_id: String,
     pub score: i64,
+    /// The share of the board, in percent, whose score this entry's equals or beats (the
+    /// leader has 100; tied entries have the same).
+    pub percentile: f64,
+    /// The entry's metadata, a JSON object stored with its score; absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub metadata: Option<serde_json::Value>,
 }
 
-/// One member as a read shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// One member as a read shows it: its entry and the version of its score (0 when the
+/// projection holds a score without a version).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemberStanding {
-    pub score: i64,
-    /// The version of `score`; 0 when the projection holds a score without a version.
+    pub entry: RankedEntry,
     pub version: i64,
-    pub rank: u64,
 }
 
 /// What the projector writes to Redis for one outbox row: an absolute score and the version

@@ -11,6 +11,7 @@ pub mod definition;
 pub mod domain;
 pub mod ids;
 pub mod projection;
+pub mod ranking;
 pub mod shutdown;
 pub mod telemetry;
 pub mod tls;

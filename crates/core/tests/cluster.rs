@@ -3,13 +3,21 @@
 //! batch after a failover, and the per-node commands operators' tools use.
 
 use ledgerboard_core::config::RedisSettings;
+use ledgerboard_core::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_core::projection::read;
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
+use ledgerboard_core::ranking::RankMode;
 use ledgerboard_harness::RedisCluster;
 use std::time::Duration;
+
+/// The boards here are undeclared: descending, ties by user id.
+const ORDER: Order = Order {
+    sort: Sort::Descending,
+    tie_break: TieBreak::UserId,
+};
 
 const BOARDS: usize = 40;
 
@@ -60,25 +68,30 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
         "{again:?}"
     );
 
-    // A member read is a MULTI/EXEC; after its slot moves, the first try is aborted by MOVED
-    // and the read must still answer.
+    // A member read is one script call; after its slot moves, the first try is answered
+    // MOVED (and the new node may not hold the script yet) and the read must still answer.
     let board = BoardId::parse("b7").expect("board");
     let user = UserId::parse("u2").expect("user");
-    let before = read::member(&store, &board, &user)
+    let before = read::member(&store, &board, ORDER, RankMode::Ordinal, &user)
         .await
         .expect("member read")
         .value
+        .0
         .expect("the member");
     cluster
         .migrate_slot(cluster_slot(&store.keys().scores(&board)))
         .expect("slot migration");
-    let after = read::member(&store, &board, &user)
+    let after = read::member(&store, &board, ORDER, RankMode::Ordinal, &user)
         .await
         .expect("member read after the slot moved")
         .value
+        .0
         .expect("the member after the slot moved");
-    assert_eq!((after.score, after.version), (before.score, before.version));
-    assert_eq!((after.score, after.version, after.rank), (102, 1, 1));
+    assert_eq!(after, before);
+    assert_eq!(
+        (after.entry.score, after.version, after.entry.rank),
+        (102, 1, 1)
+    );
 
     // A replica takes over; newer versions still apply everywhere, older ones are refused.
     // The client may send a slot's pipeline twice across the failover (its first reply lost
@@ -100,8 +113,15 @@ async fn cluster_mode_survives_slot_moves_and_failover() {
     assert!(older.iter().all(|o| *o == RowOutcome::Stale), "{older:?}");
     for b in 0..BOARDS {
         let board = BoardId::parse(&format!("b{b}")).expect("board");
-        let top = read::top(&store, &board, 0, 10).await.expect("top");
-        let scores: Vec<(i64, u64)> = top.value.iter().map(|e| (e.score, e.rank)).collect();
+        let top = read::top(&store, &board, ORDER, RankMode::Ordinal, 0, 10)
+            .await
+            .expect("top");
+        let scores: Vec<(i64, u64)> = top
+            .value
+            .entries
+            .iter()
+            .map(|e| (e.score, e.rank))
+            .collect();
         assert_eq!(scores, vec![(202, 1), (201, 2), (200, 3)], "board b{b}");
     }
 

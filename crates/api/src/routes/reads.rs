@@ -16,13 +16,16 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
+use ledgerboard_core::definition::{BoardDefinition, Order, TieBreak};
 use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 use ledgerboard_core::projection::ReadModelError;
 use ledgerboard_core::projection::read::{self, Seal, Sealed};
+use ledgerboard_core::ranking::{Cursor, RankMode};
 use ledgerboard_core::telemetry::metrics::Label;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
+use crate::coalesce::{Start, TopRequest};
 use crate::error::{ApiError, ErrorBody};
 use crate::freshness::{Freshness, ProjectionState, Reason, Source};
 use crate::metrics::metrics;
@@ -31,6 +34,8 @@ use crate::state::AppState;
 pub const MAX_LIMIT: u64 = 1_000;
 pub const MAX_OFFSET: u64 = 10_000_000;
 pub const MAX_RADIUS: u64 = 100;
+/// Ids in one `users?ids=` read (a friends board).
+pub const MAX_IDS: usize = 100;
 
 /// Where a read may come from (see the module's documentation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
@@ -49,9 +54,16 @@ pub struct TopQuery {
     /// 1 to 1000 (default 10).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
-    /// 0 to 10,000,000 (default 0).
+    /// 0 to 10,000,000 (default 0). Not with `after`.
     #[param(minimum = 0, maximum = 10_000_000)]
     offset: Option<u64>,
+    /// The `next` cursor of the previous page: this page starts just after its last entry.
+    /// Not with `offset`.
+    #[param(max_length = 340, pattern = "^[0-9a-f]+$")]
+    after: Option<String>,
+    #[serde(default)]
+    #[param(inline)]
+    rank_mode: RankMode,
     #[serde(default)]
     #[param(inline)]
     consistency: Consistency,
@@ -61,6 +73,9 @@ pub struct TopQuery {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct UserQuery {
+    #[serde(default)]
+    #[param(inline)]
+    rank_mode: RankMode,
     #[serde(default)]
     #[param(inline)]
     consistency: Consistency,
@@ -77,15 +92,49 @@ pub struct AroundQuery {
     radius: Option<u64>,
     #[serde(default)]
     #[param(inline)]
+    rank_mode: RankMode,
+    #[serde(default)]
+    #[param(inline)]
+    consistency: Consistency,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UsersQuery {
+    /// 1 to 100 distinct user ids, separated by commas (so an id with a comma cannot be
+    /// asked for here; read it with `users/{user_id}`).
+    ids: String,
+    #[serde(default)]
+    #[param(inline)]
+    rank_mode: RankMode,
+    #[serde(default)]
+    #[param(inline)]
     consistency: Consistency,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Page {
-    /// Shared with the other answers of a coalesced read (`coalesce.rs`).
-    #[schema(value_type = Vec<RankedEntry>)]
-    entries: Arc<Vec<RankedEntry>>,
+    /// In rank order; ranks in the read's `rank_mode`.
+    entries: Vec<RankedEntry>,
+    /// Entries on the board.
+    total: u64,
+    /// Pass as `after` for the next page; absent when this page is shorter than `limit`
+    /// (and on `around`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
     freshness: Freshness,
+}
+
+impl Page {
+    fn new(page: &ledgerboard_core::ranking::Page, freshness: Freshness) -> Self {
+        Self {
+            entries: page.entries.clone(),
+            total: page.total,
+            next: page.next.as_ref().map(Cursor::encode),
+            freshness,
+        }
+    }
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -93,12 +142,76 @@ pub struct Member {
     user_id: String,
     score: i64,
     version: i64,
+    /// In the read's `rank_mode`.
     rank: u64,
+    percentile: f64,
+    /// Entries on the board.
+    total: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<serde_json::Value>,
+    freshness: Freshness,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Users {
+    /// The ids on the board, in rank order.
+    entries: Vec<RankedEntry>,
+    /// The ids not on the board, in the order asked.
+    missing: Vec<String>,
+    /// Entries on the board.
+    total: u64,
     freshness: Freshness,
 }
 
 fn query_error(rejection: QueryRejection) -> ApiError {
     ApiError::BadQuery(rejection.body_text())
+}
+
+/// The board's order. Reads that may answer from the projection alone (`eventual`) still
+/// answer while PostgreSQL cannot state the definition: with the one this process read last,
+/// else the implicit one (an undeclared board's, the only kind before definitions existed).
+async fn order(
+    state: &AppState,
+    board: &BoardId,
+    consistency: Consistency,
+) -> Result<Order, ApiError> {
+    match state.definitions.get(&state.read_db, board).await {
+        Ok(def) => Ok(def.order()),
+        Err(e) => {
+            if let Some(def) = state.definitions.last_known(board) {
+                tracing::warn!(error = %e, "board definition unreadable; using the last one read");
+                return Ok(def.order());
+            }
+            if consistency == Consistency::Eventual {
+                tracing::warn!(error = %e, "board definition unreadable; assuming the implicit one");
+                return Ok(BoardDefinition::implicit(board.clone()).order());
+            }
+            Err(ApiError::from(e))
+        }
+    }
+}
+
+/// The ids of `users?ids=`: 1 to [`MAX_IDS`] distinct valid user ids.
+fn parse_ids(raw: &str) -> Result<Vec<UserId>, ApiError> {
+    let mut ids = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for part in raw.split(',') {
+        let id =
+            UserId::parse(part).map_err(|e| ApiError::InvalidIds(format!("ids: {part:?}: {e}")))?;
+        if !seen.insert(part) {
+            return Err(ApiError::InvalidIds(format!(
+                "ids: {part:?} is given twice"
+            )));
+        }
+        ids.push(id);
+        if ids.len() > MAX_IDS {
+            return Err(ApiError::InvalidIds(format!(
+                "ids must hold 1 to {MAX_IDS} user ids"
+            )));
+        }
+    }
+    Ok(ids)
 }
 
 fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, ApiError> {
@@ -187,7 +300,7 @@ async fn read<T>(
     }
 }
 
-/// A page of the board in rank order.
+/// A page of the board in rank order: by position (`offset`) or just after a cursor (`after`).
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/top",
@@ -198,7 +311,7 @@ async fn read<T>(
         (status = 401, description = "auth.reads = token, and no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token may not read", body = ErrorBody),
         (status = 429, description = "past the rate limit; see Retry-After", body = ErrorBody),
-        (status = 422, description = "a parameter out of range", body = ErrorBody),
+        (status = 422, description = "a parameter out of range, or a cursor that is not one a page gave", body = ErrorBody),
         (status = 503, description = "no allowed source can answer", body = ErrorBody),
     ),
     tag = "reads",
@@ -214,26 +327,58 @@ pub async fn top(
     let board = BoardId::parse(&board)?;
     let limit = in_range("limit", q.limit.unwrap_or(10), 1, MAX_LIMIT)?;
     let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
-    let (entries, freshness) = read(
+    let start = match q.after {
+        None => Start::Offset(offset),
+        Some(_) if q.offset.is_some() => {
+            return Err(ApiError::InvalidCursor(
+                "after and offset cannot be used together".into(),
+            ));
+        }
+        Some(text) => {
+            let cursor = Cursor::decode(&text)
+                .filter(|c| UserId::parse(&c.user_id).is_ok())
+                .ok_or_else(|| {
+                    ApiError::InvalidCursor("after must be a next cursor of a page".into())
+                })?;
+            Start::After(cursor)
+        }
+    };
+    let order = order(&state, &board, q.consistency).await?;
+    // Every tie on a user_id board is 0 and none on an earliest board is: a cursor of the
+    // other kind came from no page of this board, and the two paths would place it apart
+    // (Redis spells tie 0 without a key, which sorts after every keyed member).
+    if let Start::After(c) = &start
+        && (c.tie == 0) != (order.tie_break == TieBreak::UserId)
+    {
+        return Err(ApiError::InvalidCursor(
+            "after is not a cursor of this board".into(),
+        ));
+    }
+    let request = TopRequest {
+        board: board.clone(),
+        order,
+        mode: q.rank_mode,
+        start,
+        limit,
+    };
+    let (page, freshness) = read(
         &state,
         &board,
         q.consistency,
+        async || state.top_reads.top(&state.store, &request).await,
         async || {
-            state
-                .top_reads
-                .top(&state.store, &board, offset, limit)
-                .await
-        },
-        async || {
-            reads::top(&state.read_db, &board, offset, limit)
-                .await
-                .map(Arc::new)
+            let (db, mode) = (&state.read_db, q.rank_mode);
+            match &request.start {
+                Start::Offset(offset) => reads::top(db, &board, order, mode, *offset, limit).await,
+                Start::After(c) => reads::after(db, &board, order, mode, c, limit).await,
+            }
+            .map(Arc::new)
         },
         |_| true,
-        |entries| !entries.is_empty(),
+        |page| page.total > 0,
     )
     .await?;
-    Ok(Json(Page { entries, freshness }))
+    Ok(Json(Page::new(&page, freshness)))
 }
 
 /// One member's score, version and rank.
@@ -265,32 +410,96 @@ pub async fn user(
     let board = BoardId::parse(&board)?;
     let user = UserId::parse(&user)?;
     let min_version = q.min_version.unwrap_or(0);
+    let order = order(&state, &board, q.consistency).await?;
+    let mode = q.rank_mode;
     // A projection that does not hold the caller's write yet is never used to answer: not
     // its score, and not a rank computed from it.
-    let accept = |m: &Option<MemberStanding>| {
-        m.is_some_and(|m| m.version >= min_version) || (m.is_none() && min_version <= 0)
+    let accept = |(m, _): &(Option<MemberStanding>, u64)| match m {
+        Some(m) => m.version >= min_version,
+        None => min_version <= 0,
     };
-    let (standing, freshness) = read(
+    let ((standing, total), freshness) = read(
         &state,
         &board,
         q.consistency,
-        async || read::member(&state.store, &board, &user).await,
-        async || reads::member(&state.read_db, &board, &user).await,
+        async || read::member(&state.store, &board, order, mode, &user).await,
+        async || reads::member(&state.read_db, &board, order, mode, &user).await,
         accept,
-        Option::is_some,
+        |(m, _)| m.is_some(),
     )
     .await?;
-    let standing = standing.ok_or(ApiError::NotFound)?;
+    let MemberStanding { entry, version } = standing.ok_or(ApiError::NotFound)?;
     Ok(Json(Member {
-        user_id: user.as_str().to_owned(),
-        score: standing.score,
-        version: standing.version,
-        rank: standing.rank,
+        user_id: entry.user_id,
+        score: entry.score,
+        version,
+        rank: entry.rank,
+        percentile: entry.percentile,
+        total,
+        metadata: entry.metadata,
         freshness,
     }))
 }
 
-/// The members ranked around one member, the member included.
+/// Several members by user id (a friends board), each with its rank: one Redis round trip,
+/// or one PostgreSQL statement.
+#[utoipa::path(
+    get,
+    path = "/v1/boards/{board}/users",
+    params(("board" = String, Path, description = "the board id: 1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"), UsersQuery),
+    responses(
+        (status = 200, body = Users),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 429, body = ErrorBody),
+        (status = 422, description = "ids empty, more than 100, repeated or invalid", body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ),
+    tag = "reads",
+    security((), ("bearer" = []))
+)]
+pub async fn users(
+    State(state): State<AppState>,
+    board: Result<Path<String>, PathRejection>,
+    query: Result<Query<UsersQuery>, QueryRejection>,
+) -> Result<Json<Users>, ApiError> {
+    let Path(board) = board.map_err(path_error)?;
+    let Query(q) = query.map_err(query_error)?;
+    let board = BoardId::parse(&board)?;
+    let ids = parse_ids(&q.ids)?;
+    let order = order(&state, &board, q.consistency).await?;
+    let mode = q.rank_mode;
+    let (standings, freshness) = read(
+        &state,
+        &board,
+        q.consistency,
+        async || read::users(&state.store, &board, order, mode, &ids).await,
+        async || reads::users(&state.read_db, &board, order, mode, &ids).await,
+        |_| true,
+        |s| s.total > 0,
+    )
+    .await?;
+    let found: std::collections::HashSet<&str> = standings
+        .members
+        .iter()
+        .map(|m| m.entry.user_id.as_str())
+        .collect();
+    let missing = ids
+        .iter()
+        .map(UserId::as_str)
+        .filter(|id| !found.contains(id))
+        .map(str::to_owned)
+        .collect();
+    Ok(Json(Users {
+        entries: standings.members.into_iter().map(|m| m.entry).collect(),
+        missing,
+        total: standings.total,
+        freshness,
+    }))
+}
+
+/// The members ranked around one member, the member included, as one snapshot.
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/users/{user_id}/around",
@@ -318,19 +527,18 @@ pub async fn around(
     let board = BoardId::parse(&board)?;
     let user = UserId::parse(&user)?;
     let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
-    let (entries, freshness) = read(
+    let order = order(&state, &board, q.consistency).await?;
+    let mode = q.rank_mode;
+    let (page, freshness) = read(
         &state,
         &board,
         q.consistency,
-        async || read::around(&state.store, &board, &user, radius).await,
-        async || reads::around(&state.read_db, &board, &user, radius).await,
+        async || read::around(&state.store, &board, order, mode, &user, radius).await,
+        async || reads::around(&state.read_db, &board, order, mode, &user, radius).await,
         |_| true,
         Option::is_some,
     )
     .await?;
-    let entries = entries.ok_or(ApiError::NotFound)?;
-    Ok(Json(Page {
-        entries: Arc::new(entries),
-        freshness,
-    }))
+    let page = page.ok_or(ApiError::NotFound)?;
+    Ok(Json(Page::new(&page, freshness)))
 }

@@ -515,6 +515,14 @@ impl Definitions {
             .map(|(_, def)| def.clone())
     }
 
+    /// The board's definition as last read, however old (None if never read, or dropped):
+    /// for reads that may answer without PostgreSQL (`consistency=eventual`) while it cannot
+    /// state the definition.
+    pub fn last_known(&self, board: &BoardId) -> Option<Arc<BoardDefinition>> {
+        let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        cached.get(board).map(|(_, def)| def.clone())
+    }
+
     /// Drops the board's entry: the next [`Definitions::get`] reads PostgreSQL.
     pub fn forget(&self, board: &BoardId) {
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,127 +1,295 @@
 //! Leaderboard reads from PostgreSQL: the authoritative answer (strong reads, and the fallback
-//! when the projection lags), in exactly the order the projection gives.
+//! when the projection lags), in exactly the order the projection gives (`definition::Order`:
+//! `(score, tie, user_id)`, greater first on descending boards, smaller first on ascending
+//! ones). Each read is one statement (`sql/reads/<read>_<desc|asc>.sql`): the page and the
+//! counts that rank it (`ranking.rs`) come from one snapshot.
 
+use tokio_postgres::Row as PgRow;
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, Op, Statement, Statements};
-use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+use super::{Database, Op, Statement};
+use crate::definition::{Order, Sort};
+use crate::domain::{BoardId, MemberStanding, UserId};
+use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
-/// Parameters: board, offset, limit.
-pub static TOP: Statement<3> = Statement::new(
-    Op::ReadTop,
-    include_str!("sql/reads/top.sql"),
-    [Type::TEXT, Type::INT8, Type::INT8],
-);
+/// A statement for each direction of a board's order: the SQL differs in its comparisons and
+/// `ORDER BY` only, so that each direction reads `user_scores_order` in one direction.
+pub struct ByOrder<const N: usize> {
+    pub descending: Statement<N>,
+    pub ascending: Statement<N>,
+}
 
+impl<const N: usize> ByOrder<N> {
+    fn of(&self, order: Order) -> &Statement<N> {
+        match order.sort {
+            Sort::Descending => &self.descending,
+            Sort::Ascending => &self.ascending,
+        }
+    }
+}
+
+/// Parameters: board, offset, limit, dense.
+pub static TOP: ByOrder<4> = ByOrder {
+    descending: Statement::new(
+        Op::ReadTop,
+        include_str!("sql/reads/top_desc.sql"),
+        [Type::TEXT, Type::INT8, Type::INT8, Type::BOOL],
+    ),
+    ascending: Statement::new(
+        Op::ReadTop,
+        include_str!("sql/reads/top_asc.sql"),
+        [Type::TEXT, Type::INT8, Type::INT8, Type::BOOL],
+    ),
+};
+
+/// Parameters: board, cursor score, tie, user id, limit, dense.
+pub static AFTER: ByOrder<6> = ByOrder {
+    descending: Statement::new(
+        Op::ReadTop,
+        include_str!("sql/reads/after_desc.sql"),
+        [
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+            Type::TEXT,
+            Type::INT8,
+            Type::BOOL,
+        ],
+    ),
+    ascending: Statement::new(
+        Op::ReadTop,
+        include_str!("sql/reads/after_asc.sql"),
+        [
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+            Type::TEXT,
+            Type::INT8,
+            Type::BOOL,
+        ],
+    ),
+};
+
+/// Parameters: board, user, radius, dense.
+pub static AROUND: ByOrder<4> = ByOrder {
+    descending: Statement::new(
+        Op::ReadAround,
+        include_str!("sql/reads/around_desc.sql"),
+        [Type::TEXT, Type::TEXT, Type::INT8, Type::BOOL],
+    ),
+    ascending: Statement::new(
+        Op::ReadAround,
+        include_str!("sql/reads/around_asc.sql"),
+        [Type::TEXT, Type::TEXT, Type::INT8, Type::BOOL],
+    ),
+};
+
+/// Parameters: board, user ids, dense.
+pub static USERS: ByOrder<3> = ByOrder {
+    descending: Statement::new(
+        Op::ReadUsers,
+        include_str!("sql/reads/users_desc.sql"),
+        [Type::TEXT, Type::TEXT_ARRAY, Type::BOOL],
+    ),
+    ascending: Statement::new(
+        Op::ReadUsers,
+        include_str!("sql/reads/users_asc.sql"),
+        [Type::TEXT, Type::TEXT_ARRAY, Type::BOOL],
+    ),
+};
+/// The same statements for one member (`users/{user_id}`), timed as `read_user`.
+pub static USER: ByOrder<3> = ByOrder {
+    descending: Statement::new(
+        Op::ReadUser,
+        include_str!("sql/reads/users_desc.sql"),
+        [Type::TEXT, Type::TEXT_ARRAY, Type::BOOL],
+    ),
+    ascending: Statement::new(
+        Op::ReadUser,
+        include_str!("sql/reads/users_asc.sql"),
+        [Type::TEXT, Type::TEXT_ARRAY, Type::BOOL],
+    ),
+};
+
+fn count(row: &PgRow, name: &str) -> Result<u64, StoreError> {
+    Ok(row.try_get::<_, Option<i64>>(name)?.unwrap_or(0).max(0) as u64)
+}
+
+/// A page from the rows of a statement with the columns of `top_desc.sql`.
+fn page(rows: &[PgRow], mode: RankMode, limit: Option<u64>) -> Result<Option<Page>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let total = count(first, "total")?;
+    let bases = Bases {
+        ordinal: count(first, "ahead")? + 1,
+        competition: count(first, "better")? + 1,
+        dense: (mode == RankMode::Dense)
+            .then(|| count(first, "dense_better").map(|d| d + 1))
+            .transpose()?,
+    };
+    let mut page_rows = Vec::with_capacity(rows.len());
+    for r in rows {
+        // The one row of an empty page carries the total only.
+        let Some(user_id) = r.try_get::<_, Option<String>>("user_id")? else {
+            continue;
+        };
+        page_rows.push(Row {
+            user_id,
+            score: r.try_get("score")?,
+            tie: r.try_get("tie")?,
+            metadata: None,
+        });
+    }
+    Ok(Some(Page::new(mode, total, bases, page_rows, limit)))
+}
+
+fn dense(mode: RankMode) -> bool {
+    mode == RankMode::Dense
+}
+
+/// A page by position: `limit` entries from position `offset + 1` on.
 pub async fn top(
     db: &Database,
     board: &BoardId,
+    order: Order,
+    mode: RankMode,
     offset: u64,
     limit: u64,
-) -> Result<Vec<RankedEntry>, StoreError> {
+) -> Result<Page, StoreError> {
     let rows = db
-        .query(&TOP, [&board.as_str(), &(offset as i64), &(limit as i64)])
+        .query(
+            TOP.of(order),
+            [
+                &board.as_str(),
+                &(offset as i64),
+                &(limit as i64),
+                &dense(mode),
+            ],
+        )
         .await?;
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            Ok(RankedEntry {
-                rank: offset + i as u64 + 1,
-                user_id: r.try_get(0)?,
-                score: r.try_get(1)?,
-            })
-        })
-        .collect()
+    Ok(page(&rows, mode, Some(limit))?.unwrap_or_else(|| empty(mode)))
 }
 
-/// Parameters: board, user.
-pub static USER: Statement<2> = Statement::new(
-    Op::ReadUser,
-    include_str!("sql/reads/user.sql"),
-    [Type::TEXT, Type::TEXT],
-);
-
-pub async fn member(
+/// A page of `limit` entries just after `cursor`'s place in the board's order.
+pub async fn after(
     db: &Database,
     board: &BoardId,
-    user: &UserId,
-) -> Result<Option<MemberStanding>, StoreError> {
-    let row = db
-        .query_opt(&USER, [&board.as_str(), &user.as_str()])
+    order: Order,
+    mode: RankMode,
+    cursor: &Cursor,
+    limit: u64,
+) -> Result<Page, StoreError> {
+    let rows = db
+        .query(
+            AFTER.of(order),
+            [
+                &board.as_str(),
+                &cursor.score,
+                &cursor.tie,
+                &cursor.user_id.as_str(),
+                &(limit as i64),
+                &dense(mode),
+            ],
+        )
         .await?;
-    row.map(|r| {
-        Ok(MemberStanding {
-            score: r.try_get(0)?,
-            version: r.try_get(1)?,
-            rank: r.try_get::<_, i64>(2)? as u64,
-        })
-    })
-    .transpose()
+    Ok(page(&rows, mode, Some(limit))?.unwrap_or_else(|| empty(mode)))
 }
 
-// Parameters of both: board, score, user, radius. Both run in one round trip, timed as
-// `read_around`.
-pub static ABOVE: Statement<4> = Statement::new(
-    Op::ReadAround,
-    include_str!("sql/reads/above.sql"),
-    [Type::TEXT, Type::INT8, Type::TEXT, Type::INT8],
-);
-pub static BELOW: Statement<4> = Statement::new(
-    Op::ReadAround,
-    include_str!("sql/reads/below.sql"),
-    [Type::TEXT, Type::INT8, Type::TEXT, Type::INT8],
-);
+fn empty(mode: RankMode) -> Page {
+    Page::new(
+        mode,
+        0,
+        Bases {
+            ordinal: 1,
+            competition: 1,
+            dense: Some(1),
+        },
+        Vec::new(),
+        None,
+    )
+}
 
-/// The member and up to `radius` members on each side, in rank order; None for an unknown
-/// member.
+/// The member and up to `radius` entries on each side of it, in one statement; None for a
+/// member not on the board.
 pub async fn around(
     db: &Database,
     board: &BoardId,
+    order: Order,
+    mode: RankMode,
     user: &UserId,
     radius: u64,
-) -> Result<Option<Vec<RankedEntry>>, StoreError> {
-    let Some(me) = member(db, board, user).await? else {
-        return Ok(None);
-    };
-    let client = db.client().await?;
-    let n = radius as i64;
-    let (_, (above, below)) = db
-        .bounded(Op::ReadAround, client, async |c| {
-            let params: super::Params<'_, 4> = [&board.as_str(), &me.score, &user.as_str(), &n];
-            let stmts = db.statements();
-            let above = stmts.query_untimed(c, &ABOVE, params);
-            let below = stmts.query_untimed(c, &BELOW, params);
-            match stmts {
-                // Both on one connection at once: pipelined.
-                Statements::Prepared => tokio::try_join!(above, below),
-                // A transaction pooler may hand the second to another server connection
-                // mid-pipeline: one after the other.
-                Statements::Unnamed => Ok((above.await?, below.await?)),
-            }
-        })
+) -> Result<Option<Page>, StoreError> {
+    let rows = db
+        .query(
+            AROUND.of(order),
+            [
+                &board.as_str(),
+                &user.as_str(),
+                &(radius as i64),
+                &dense(mode),
+            ],
+        )
         .await?;
-    let mut entries = Vec::with_capacity(above.len() + below.len() + 1);
-    for (i, r) in above.iter().enumerate().rev() {
-        entries.push(RankedEntry {
-            rank: me.rank - i as u64 - 1,
-            user_id: r.try_get(0)?,
-            score: r.try_get(1)?,
+    Ok(page(&rows, mode, None)?.filter(|p| !p.entries.is_empty()))
+}
+
+async fn standings(
+    db: &Database,
+    statements: &ByOrder<3>,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    users: &[UserId],
+) -> Result<Standings, StoreError> {
+    let ids: Vec<&str> = users.iter().map(UserId::as_str).collect();
+    let rows = db
+        .query(statements.of(order), [&board.as_str(), &ids, &dense(mode)])
+        .await?;
+    let mut total = 0;
+    let mut members = Vec::with_capacity(rows.len());
+    for r in &rows {
+        total = count(r, "total")?;
+        let Some(user_id) = r.try_get::<_, Option<String>>("user_id")? else {
+            continue;
+        };
+        let bases = Bases {
+            ordinal: count(r, "ahead")? + 1,
+            competition: count(r, "better")? + 1,
+            dense: dense(mode)
+                .then(|| count(r, "dense_better").map(|d| d + 1))
+                .transpose()?,
+        };
+        members.push(MemberStanding {
+            entry: ranking::entry(mode, total, bases, user_id, r.try_get("score")?, None),
+            version: r.try_get("version")?,
         });
     }
-    entries.push(RankedEntry {
-        rank: me.rank,
-        user_id: user.as_str().to_owned(),
-        score: me.score,
-    });
-    for (i, r) in below.iter().enumerate() {
-        entries.push(RankedEntry {
-            rank: me.rank + i as u64 + 1,
-            user_id: r.try_get(0)?,
-            score: r.try_get(1)?,
-        });
-    }
-    Ok(Some(entries))
+    Ok(Standings { members, total })
+}
+
+/// The members among `users` that are on the board, in board order, each with its rank.
+pub async fn users(
+    db: &Database,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    users: &[UserId],
+) -> Result<Standings, StoreError> {
+    standings(db, &USERS, board, order, mode, users).await
+}
+
+/// One member with its rank, and the board's total.
+pub async fn member(
+    db: &Database,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    user: &UserId,
+) -> Result<(Option<MemberStanding>, u64), StoreError> {
+    let s = standings(db, &USER, board, order, mode, std::slice::from_ref(user)).await?;
+    Ok((s.members.into_iter().next(), s.total))
 }
 
 /// Counts in [`Lag`] stop here: counting further would make stating freshness cost as much as

@@ -8,6 +8,7 @@
 //! <namespace>:lb:{<board>}:d          sorted set   the board's distinct scores (member: the
 //!                                                  score in decimal; score: the score), for
 //!                                                  dense ranks; the seal's `dcard` counts them
+//! <namespace>:lb:{<board>}:x          hash         user_id → the entry's metadata (JSON text)
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
 //! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
 //!                                                  the projection was given), dcard (distinct
@@ -78,6 +79,12 @@ impl KeyLayout {
     }
     pub fn retired_distinct(&self, board: &BoardId) -> String {
         format!("{}:d:retired", self.board_prefix(board))
+    }
+
+    /// The board's per-entry metadata: user id → the entry's JSON object as text (only
+    /// entries that carry one).
+    pub fn metadata(&self, board: &BoardId) -> String {
+        format!("{}:x", self.board_prefix(board))
     }
 
     /// The marker of an event already applied to the board.

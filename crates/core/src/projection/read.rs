@@ -1,14 +1,23 @@
-//! Leaderboard reads from the Redis projection. `ZRANGE … REV` orders equal scores by member
-//! in descending byte order, the same tie-break as the database reads.
+//! Leaderboard reads from the Redis projection, each one call of `lua/read.lua`: one round
+//! trip, one snapshot. Members are spelt so that Redis's order of `(score, member)` is the
+//! board's order of `(score, tie, user_id)` (`member.rs`): descending boards read with
+//! `ZRANGE … REV` / `ZREVRANK`, ascending ones with `ZRANGE` / `ZRANK`; competition and dense
+//! ranks are `ZCOUNT`s of `:z` and `:d` (the distinct scores); `ranking.rs` turns them into the
+//! answer exactly as it does for the database path.
 //!
-//! Every read also reads the board's seal (`keys.rs`) in the same MULTI/EXEC, so an answer
-//! comes with whether the projection it came from is whole: an empty Redis, or a board whose
-//! keys were deleted, evicted or edited, is seen by the very read that would have shown it,
-//! at no extra round trip.
+//! Every read also reads the board's seal (`keys.rs`) in the same script, so an answer comes
+//! with whether the projection it came from is whole: an empty Redis, or a board whose keys
+//! were deleted, evicted or edited, is seen by the very read that would have shown it, at no
+//! extra round trip. Dense ranks also need `:d` whole: the seal's `dcard` present and equal to
+//! `ZCARD :d` (a seal written before `:d` existed has none).
 
 use super::keys::KeyLayout;
+use super::member;
+use super::scripts::READ;
 use super::{ReadModelError, Store};
-use crate::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+use crate::definition::{Order, Sort};
+use crate::domain::{BoardId, MemberStanding, UserId};
+use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
 /// What the board's seal said about the keys an answer was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,120 +70,241 @@ pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadMode
     Ok(seal(card, zcard, hlen))
 }
 
-fn ranked(start: u64, pairs: Vec<(String, f64)>) -> Vec<RankedEntry> {
-    pairs
-        .into_iter()
-        .enumerate()
-        .map(|(i, (user_id, score))| RankedEntry {
-            rank: start + i as u64 + 1,
-            user_id,
-            // Scores are integers within ±(2^53 - 1): exact in a double.
-            score: score as i64,
-        })
-        .collect()
+/// The seal's replies as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
+/// `HGET :m dcard`, `ZCARD :d`.
+type SealReply = (Option<String>, u64, u64, Option<String>, u64);
+
+/// The seal for a read in `mode`: as [`seal`], and for dense ranks also `dcard` == `ZCARD :d`
+/// (else the distinct scores cannot be trusted: broken, so the read falls back and asks for a
+/// rebuild, which counts them afresh).
+fn judge((card, zcard, hlen, dcard, dzcard): SealReply, mode: RankMode) -> Seal {
+    let s = seal(card, zcard, hlen);
+    if s == Seal::Whole
+        && mode == RankMode::Dense
+        && dcard.and_then(|c| c.parse::<u64>().ok()) != Some(dzcard)
+    {
+        return Seal::Broken;
+    }
+    s
 }
 
-async fn range(
-    store: &Store,
+/// A page reply: first row's position, better, dense_better, found, flat members and scores,
+/// metadata per row.
+type PageReply = (u64, u64, u64, u64, Vec<String>, Vec<Option<String>>);
+
+fn invocation<'a>(
+    store: &'a Store,
     board: &BoardId,
-    start: u64,
-    stop: u64,
-) -> Result<Sealed<Vec<RankedEntry>>, ReadModelError> {
-    let mut conn = store.connection().await?;
+    order: Order,
+    what: &str,
+    mode: RankMode,
+) -> redis::ScriptInvocation<'a> {
     let keys = store.keys();
-    let mut pipe = redis::pipe();
-    with_seal(&mut pipe, keys, board);
-    pipe.cmd("ZRANGE")
-        .arg(keys.scores(board))
-        .arg(start)
-        .arg(stop)
-        .arg("REV")
-        .arg("WITHSCORES");
-    let (card, zcard, hlen, pairs): (Option<String>, u64, u64, Vec<(String, f64)>) =
-        pipe.query_async(&mut conn).await?;
+    let mut call = READ.prepare_invoke();
+    call.key(keys.scores(board))
+        .key(keys.versions(board))
+        .key(keys.meta(board))
+        .key(keys.distinct(board))
+        .key(keys.metadata(board))
+        .arg(match order.sort {
+            Sort::Descending => "desc",
+            Sort::Ascending => "asc",
+        })
+        .arg(what)
+        .arg(if mode == RankMode::Dense { "1" } else { "0" });
+    call
+}
+
+/// A score as Redis answers it: integers within ±(2^53 - 1), exact in a double.
+fn score_of(text: &str) -> Result<i64, ReadModelError> {
+    text.parse::<f64>()
+        .map(|s| s as i64)
+        .map_err(|_| ReadModelError::Reply(format!("not a score: {text:?}")))
+}
+
+async fn page(
+    store: &Store,
+    call: redis::ScriptInvocation<'_>,
+    mode: RankMode,
+    limit: Option<u64>,
+) -> Result<Sealed<Option<Page>>, ReadModelError> {
+    let mut conn = store.connection().await?;
+    let (seal_reply, (start, better, dense_better, found, flat, meta)): (SealReply, PageReply) =
+        call.invoke_async(&mut conn).await?;
+    let total = seal_reply.1;
+    let seal = judge(seal_reply, mode);
+    if found == 0 {
+        return Ok(Sealed { value: None, seal });
+    }
+    let mut rows = Vec::with_capacity(flat.len() / 2);
+    let mut meta = meta.into_iter();
+    for pair in flat.chunks(2) {
+        let [m, score] = pair else {
+            return Err(ReadModelError::Reply("an odd page reply".into()));
+        };
+        // A member that does not decode was written by hand (the reconciler removes it);
+        // shown as it is, like any other member the seal does not vouch for.
+        let (user_id, tie) = member::user_of(m).unwrap_or((m.as_str(), 0));
+        rows.push(Row {
+            user_id: user_id.to_owned(),
+            score: score_of(score)?,
+            tie,
+            metadata: meta.next().flatten(),
+        });
+    }
+    let bases = Bases {
+        ordinal: start + 1,
+        competition: better + 1,
+        dense: (mode == RankMode::Dense).then_some(dense_better + 1),
+    };
     Ok(Sealed {
-        value: ranked(start, pairs),
-        seal: seal(card, zcard, hlen),
+        value: Some(Page::new(mode, total, bases, rows, limit)),
+        seal,
     })
 }
 
+/// A page by position: `limit` entries from position `offset + 1` on.
 pub async fn top(
     store: &Store,
     board: &BoardId,
+    order: Order,
+    mode: RankMode,
     offset: u64,
     limit: u64,
-) -> Result<Sealed<Vec<RankedEntry>>, ReadModelError> {
-    // limit 0 is refused by every caller; reading no entry still reads the seal.
-    range(store, board, offset, (offset + limit).saturating_sub(1)).await
-}
-
-pub async fn member(
-    store: &Store,
-    board: &BoardId,
-    user: &UserId,
-) -> Result<Sealed<Option<MemberStanding>>, ReadModelError> {
-    let mut conn = store.connection().await?;
-    let keys = store.keys();
-    // MULTI/EXEC: no projection script runs between the reads, so seal, score, rank and
-    // version belong together.
-    let mut pipe = redis::pipe();
-    with_seal(&mut pipe, keys, board);
-    let (card, zcard, hlen, score, rank, version): (
-        Option<String>,
-        u64,
-        u64,
-        Option<f64>,
-        Option<u64>,
-        Option<i64>,
-    ) = pipe
-        .cmd("ZSCORE")
-        .arg(keys.scores(board))
-        .arg(user.as_str())
-        .cmd("ZREVRANK")
-        .arg(keys.scores(board))
-        .arg(user.as_str())
-        .cmd("HGET")
-        .arg(keys.versions(board))
-        .arg(user.as_str())
-        .query_async(&mut conn)
-        .await?;
-    let value = match (score, rank) {
-        (Some(score), Some(rank)) => Some(MemberStanding {
-            score: score as i64,
-            version: version.unwrap_or(0),
-            rank: rank + 1,
-        }),
-        _ => None,
-    };
+) -> Result<Sealed<Page>, ReadModelError> {
+    let mut call = invocation(store, board, order, "offset", mode);
+    call.arg(limit).arg(offset);
+    let p = page(store, call, mode, Some(limit)).await?;
     Ok(Sealed {
-        value,
-        seal: seal(card, zcard, hlen),
+        value: p.value.unwrap_or_else(|| empty(mode)),
+        seal: p.seal,
     })
 }
 
-/// The member, then the page around it: two round trips, each with the seal; the answer is
-/// whole only if both reads found the board whole.
+/// A page of `limit` entries just after `cursor`'s place in the board's order: at the
+/// cursor's member when it still holds the cursor's score, else by a binary search of the
+/// block of entries at that score.
+pub async fn after(
+    store: &Store,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    cursor: &Cursor,
+    limit: u64,
+) -> Result<Sealed<Page>, ReadModelError> {
+    let mut call = invocation(store, board, order, "after", mode);
+    call.arg(limit)
+        .arg(cursor.score)
+        .arg(member::member(&cursor.user_id, cursor.tie));
+    let p = page(store, call, mode, Some(limit)).await?;
+    Ok(Sealed {
+        value: p.value.unwrap_or_else(|| empty(mode)),
+        seal: p.seal,
+    })
+}
+
+fn empty(mode: RankMode) -> Page {
+    let top = Bases {
+        ordinal: 1,
+        competition: 1,
+        dense: Some(1),
+    };
+    Page::new(mode, 0, top, Vec::new(), None)
+}
+
+/// The member and up to `radius` entries on each side, as one snapshot; None for a member not
+/// on the board.
 pub async fn around(
     store: &Store,
     board: &BoardId,
+    order: Order,
+    mode: RankMode,
     user: &UserId,
     radius: u64,
-) -> Result<Sealed<Option<Vec<RankedEntry>>>, ReadModelError> {
-    let me = member(store, board, user).await?;
-    let Some(standing) = me.value else {
-        return Ok(Sealed {
-            value: None,
-            seal: me.seal,
-        });
-    };
-    let index = standing.rank - 1;
-    let page = range(store, board, index.saturating_sub(radius), index + radius).await?;
+) -> Result<Sealed<Option<Page>>, ReadModelError> {
+    let mut call = invocation(store, board, order, "around", mode);
+    call.arg(radius).arg(user.as_str());
+    page(store, call, mode, None).await
+}
+
+/// One user's reply of the `users` read: score, stored `:v` value, position, better,
+/// dense_better, metadata.
+type UserReply = (
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<String>,
+);
+
+/// The members among `users` that are on the board, in board order, each with its rank: one
+/// script call for all of them.
+pub async fn users(
+    store: &Store,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    users: &[UserId],
+) -> Result<Sealed<Standings>, ReadModelError> {
+    let mut call = invocation(store, board, order, "users", mode);
+    for u in users {
+        call.arg(u.as_str());
+    }
+    let mut conn = store.connection().await?;
+    let (seal_reply, rows): (SealReply, Vec<UserReply>) = call.invoke_async(&mut conn).await?;
+    let total = seal_reply.1;
+    let seal = judge(seal_reply, mode);
+    let mut found = Vec::with_capacity(rows.len());
+    for (user, (score, stored, at, better, dense_better, meta)) in users.iter().zip(rows) {
+        let Some(score) = score else { continue };
+        let bases = Bases {
+            ordinal: at.unwrap_or(0) + 1,
+            competition: better.unwrap_or(0) + 1,
+            dense: (mode == RankMode::Dense).then(|| dense_better.unwrap_or(0) + 1),
+        };
+        // A score without a parsable version (the version hash lost or edited) shows 0.
+        let version = stored
+            .as_deref()
+            .and_then(member::parse_stored)
+            .map_or(0, |(v, _)| v);
+        found.push((
+            bases.ordinal,
+            MemberStanding {
+                entry: ranking::entry(
+                    mode,
+                    total,
+                    bases,
+                    user.as_str().to_owned(),
+                    score_of(&score)?,
+                    meta,
+                ),
+                version,
+            },
+        ));
+    }
+    // In board order, as the database path answers.
+    found.sort_by_key(|(ordinal, _)| *ordinal);
     Ok(Sealed {
-        value: Some(page.value),
-        seal: if me.seal == Seal::Whole {
-            page.seal
-        } else {
-            me.seal
+        value: Standings {
+            members: found.into_iter().map(|(_, m)| m).collect(),
+            total,
         },
+        seal,
+    })
+}
+
+/// One member with its rank, and the board's total: the `users` read of one id.
+pub async fn member(
+    store: &Store,
+    board: &BoardId,
+    order: Order,
+    mode: RankMode,
+    user: &UserId,
+) -> Result<Sealed<(Option<MemberStanding>, u64)>, ReadModelError> {
+    let s = users(store, board, order, mode, std::slice::from_ref(user)).await?;
+    Ok(Sealed {
+        value: (s.value.members.into_iter().next(), s.value.total),
+        seal: s.seal,
     })
 }

@@ -25,7 +25,6 @@ macro_rules! with_prelude {
 
 /// A read-only script: the `no-writes` flag (Redis then runs it on a replica, and never under
 /// OOM refusal), `lua/members.lua`, then `lua/<name>.lua`, which has no `#!lua` line of its own.
-#[allow(unused_macros)]
 macro_rules! read_only {
     ($name:literal) => {
         concat!(
@@ -59,6 +58,9 @@ pub static SWITCH_GENERATION: LazyLock<Script> =
 /// `lua/rebuild_chunk.lua`: writes a chunk of source rows into a board's rebuilt generation.
 pub static REBUILD_CHUNK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/rebuild_chunk.lua")));
+
+/// `lua/read.lua` (read-only): every leaderboard read of one board, with its seal, in one call.
+pub static READ: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("read")));
 
 /// Adds one EVALSHA call of `script` to `pipe`; chain `.arg(..)` for its arguments.
 pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'a mut Pipeline {

@@ -20,6 +20,9 @@ pub enum ReadModelError {
     Unavailable(String),
     #[error("redis error: {0}")]
     Redis(redis::RedisError),
+    /// A reply of a shape the caller does not know (a script of another version).
+    #[error("unexpected redis reply: {0}")]
+    Reply(String),
     /// The error of a read shared by several requests (the api's coalesced reads).
     #[error(transparent)]
     Shared(std::sync::Arc<ReadModelError>),
