@@ -230,6 +230,10 @@ pub struct ProjectionEntry {
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
+    /// The member's tie (`definition::Order`): 0 on boards whose ties go by user id.
+    pub tie: i64,
+    /// The member's metadata after the command, as JSON text (None: it has none).
+    pub metadata: Option<String>,
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ fn entry(id: i64, board: &str, user: &str, score: i64, version: i64) -> Projecti
         user_id: UserId::parse(user).expect("user"),
         score,
         version,
+        tie: 0,
+        metadata: None,
     }
 }
 
