@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use axum::extract::FromRef;
+use ledgerboard_core::board::definitions::Definitions;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
@@ -30,6 +31,9 @@ pub struct AppState {
     pub top_reads: Arc<TopReads>,
     /// Rebuilds asked for by reads that found a board's projection not whole.
     pub rebuilds: Arc<RebuildRequests>,
+    /// Board definitions, cached for a second (a command refused for another revision makes
+    /// the handler forget its board's entry).
+    pub definitions: Arc<Definitions>,
 }
 
 impl AppState {
@@ -63,6 +67,7 @@ impl AppState {
             auth: Auth::new(&own),
             top_reads: Arc::default(),
             rebuilds: Arc::default(),
+            definitions: Arc::new(Definitions::new(std::time::Duration::from_millis(1000))),
         }
     }
 }
