@@ -49,20 +49,15 @@ pub static LATEST: Statement<11> =
     Statement::new(Op::ScoreCommand, include_str!("sql/latest.sql"), PARAMETERS);
 
 /// How a board turns commands into scores: its operator (and, for best, which way is better).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BoardKind {
     /// Each command adds its delta to the member's score.
+    #[default]
     Add,
     /// The member keeps its best submission by the sort.
     Best(Sort),
     /// The member's score is its last submission.
     Latest,
-}
-
-impl Default for BoardKind {
-    fn default() -> Self {
-        BoardKind::Add
-    }
 }
 
 /// A member's score and the number of commands that changed it (its version).
