@@ -65,6 +65,16 @@ ALTER TABLE score_events ADD COLUMN submitted bigint;
 ALTER TABLE score_events ADD COLUMN operator text;
 ALTER TABLE score_events ADD COLUMN improved boolean NOT NULL DEFAULT true;
 
+-- Per-entry metadata: a small JSON object (at most 1024 bytes as the api serializes it) that
+-- a game keeps with a member's score (a replay id, a car, a country). The command that sets
+-- the score sets it: on a best board only an improving submission, on add and latest boards
+-- every command that carries one (a command without one keeps the prior). score_events keeps
+-- what the command carried (for the idempotency comparison), the outbox row what the member
+-- holds after it (the projection writes absolute state, like the score).
+ALTER TABLE user_scores ADD COLUMN metadata jsonb;
+ALTER TABLE score_events ADD COLUMN metadata jsonb;
+ALTER TABLE leaderboard_outbox ADD COLUMN metadata jsonb;
+
 -- Entries per board, without counting: a read's `total` on the database path is a sum over
 -- at most 16 rows, whatever the board's size. Sharded by user so that new members of one
 -- board do not queue on one row lock; kept by triggers, so every writer (version 4's

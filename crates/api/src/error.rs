@@ -211,9 +211,11 @@ impl From<StoreError> for ApiError {
             StoreError::EventIdReused(_) => Self::EventIdReused(e.to_string()),
             // Contended only survives the store's retries under extreme contention: a retry
             // later is the right answer for the client.
-            StoreError::Unavailable(_) | StoreError::Contended(_) => {
-                Self::Unavailable(e.to_string())
-            }
+            // DefinitionChanged survives the handler's one retry only when the definition
+            // changes twice during one command: retrying later is right too.
+            StoreError::Unavailable(_)
+            | StoreError::Contended(_)
+            | StoreError::DefinitionChanged => Self::Unavailable(e.to_string()),
             StoreError::SchemaMismatch(_) | StoreError::Internal(_) => {
                 Self::Internal(e.to_string())
             }

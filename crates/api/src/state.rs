@@ -32,7 +32,7 @@ pub struct AppState {
     /// Rebuilds asked for by reads that found a board's projection not whole.
     pub rebuilds: Arc<RebuildRequests>,
     /// Board definitions, each kept `api.definition_cache_ms`; `PUT /v1/boards/{board}`
-    /// forgets the board's.
+    /// forgets the board's, and so does a command refused for another revision.
     pub definitions: Arc<Definitions>,
 }
 

@@ -451,12 +451,12 @@ async fn one_boards_large_backlog_is_stated_and_leaves_other_boards_alone() {
 }
 
 async fn command(db: &Database, board: &str, user: &str, delta: i64) -> i64 {
-    let cmd = ScoreCommand {
-        event_id: EventId::parse(&uuid::Uuid::new_v4().to_string()).expect("id"),
-        board: BoardId::parse(board).expect("board"),
-        user_id: UserId::parse(user).expect("user"),
-        delta: Delta::new(delta).expect("delta"),
-    };
+    let cmd = ScoreCommand::add(
+        EventId::parse(&uuid::Uuid::new_v4().to_string()).expect("id"),
+        BoardId::parse(board).expect("board"),
+        UserId::parse(user).expect("user"),
+        Delta::new(delta).expect("delta"),
+    );
     apply_score_command(db, &cmd, None)
         .await
         .expect("command")

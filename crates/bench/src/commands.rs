@@ -102,14 +102,22 @@ pub fn command_request(_client: usize, _i: u64) -> Vec<u8> {
 /// built from two random 64-bit numbers (so one statement uses one id in all three places),
 /// the user and the delta are drawn like the API load's, no trace context.
 fn pgbench_script() -> String {
-    let statement = strip_comments(BoardKind::Increment.statement().sql())
+    // Highest parameter numbers first: "$1" is a prefix of "$10" and "$11". An undeclared
+    // board's values: revision 0, ties by user id, the exact score range, no metadata.
+    let statement = strip_comments(BoardKind::Add.statement().sql())
+        .replace("$11", "1::bigint")
+        .replace("$10", "NULL::text")
+        .replace("$9", "9007199254740991::bigint")
+        .replace("$8", "(-9007199254740991)::bigint")
+        .replace("$7", "0::bigint")
+        .replace("$6", "0::bigint")
         .replace(
             "$1",
             "(lpad(to_hex(:ea::bigint), 16, '0') || lpad(to_hex(:eb::bigint), 16, '0'))::uuid",
         )
         .replace("$2", &format!("'{BOARD}'::text"))
         .replace("$3", "('player-' || :u::text)")
-        .replace("$4", ":d::integer")
+        .replace("$4", ":d::bigint")
         .replace("$5", "NULL::text");
     format!(
         "\\set ea random(0, 9223372036854775806)\n\\set eb random(0, 9223372036854775806)\n\\set u random(0, {})\n\\set d random(1, 100)\n{statement};\n",

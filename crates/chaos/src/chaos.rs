@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::board::{BoardKind, Tally};
 use ledgerboard_core::config::Settings;
+use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::read::Seal;
 use ledgerboard_harness::http;
@@ -1204,7 +1205,7 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
     // no particular order, which the increment rule allows (a sum and a count).
     let mut tallies: BTreeMap<&str, BTreeMap<String, Option<Tally>>> = BTreeMap::new();
     for command in effective.values() {
-        let kind = BoardKind::of(&BoardId::parse(command.board)?);
+        let kind = BoardKind::of(&BoardDefinition::implicit(BoardId::parse(command.board)?));
         let tally = tallies
             .entry(command.board)
             .or_default()

@@ -14,6 +14,8 @@ pub const MIN_DELTA: i64 = -1000;
 pub const MAX_DELTA: i64 = 1000;
 pub const MAX_BOARD_ID_LEN: usize = crate::ids::MAX_IDENTIFIER_LEN;
 pub const MAX_USER_ID_BYTES: usize = 128;
+/// The most bytes an entry's metadata may take, as compact JSON.
+pub const MAX_METADATA_BYTES: usize = 1024;
 
 /// Why an input value was refused. `code()` is the stable, machine-readable name that the API
 /// puts in its error body.
@@ -31,6 +33,22 @@ pub enum ValidationError {
     DeltaNotInteger,
     #[error("delta must be between {MIN_DELTA} and {MAX_DELTA}")]
     DeltaOutOfRange,
+    /// The command carried the other operator's field (or both, or neither).
+    #[error("this is {operator} board: a command carries `{field}` (and only it)")]
+    WrongValueField {
+        operator: &'static str,
+        field: &'static str,
+    },
+    #[error("delta must be between {min} and {max} on this board")]
+    BoardDeltaOutOfRange { min: i64, max: i64 },
+    #[error("score must be an integer")]
+    ScoreNotInteger,
+    #[error("score must be between {min} and {max} on this board")]
+    BoardScoreOutOfRange { min: i64, max: i64 },
+    #[error("metadata must be a JSON object")]
+    InvalidMetadata,
+    #[error("metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")]
+    MetadataTooLarge,
 }
 
 impl ValidationError {
@@ -40,7 +58,12 @@ impl ValidationError {
             Self::UserId => "invalid_user_id",
             Self::EventId => "invalid_event_id",
             Self::DeltaNotInteger => "invalid_delta",
-            Self::DeltaOutOfRange => "delta_out_of_range",
+            Self::DeltaOutOfRange | Self::BoardDeltaOutOfRange { .. } => "delta_out_of_range",
+            Self::WrongValueField { .. } => "wrong_value_field",
+            Self::ScoreNotInteger => "invalid_score",
+            Self::BoardScoreOutOfRange { .. } => "score_out_of_range",
+            Self::InvalidMetadata => "invalid_metadata",
+            Self::MetadataTooLarge => "metadata_too_large",
         }
     }
 }
@@ -175,13 +198,47 @@ impl Delta {
     }
 }
 
-/// One validated score command.
+/// One validated score command, with what its statement needs of the board's definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScoreCommand {
     pub event_id: EventId,
     pub board: BoardId,
     pub user_id: UserId,
-    pub delta: Delta,
+    /// The board's operator (`definition::Operator::as_str`: this module sits below
+    /// `definition`, which names board ids).
+    pub operator: &'static str,
+    /// The delta on add boards, the submitted score on best and latest boards.
+    pub value: i64,
+    /// The definition's revision the command was validated against (0: undeclared board).
+    pub revision: i64,
+    /// `Order::tie_sign` of the board.
+    pub tie_sign: i64,
+    /// 1 on descending boards, -1 on ascending ones (which way a best board improves).
+    pub direction: i64,
+    pub min_score: i64,
+    pub max_score: i64,
+    /// The entry's metadata as compact JSON text.
+    pub metadata: Option<String>,
+}
+
+impl ScoreCommand {
+    /// An add command on an undeclared board (the implicit definition): what every command was
+    /// before definitions existed.
+    pub fn add(event_id: EventId, board: BoardId, user_id: UserId, delta: Delta) -> Self {
+        Self {
+            event_id,
+            board,
+            user_id,
+            operator: "add",
+            value: i64::from(delta.get()),
+            revision: 0,
+            tie_sign: 0,
+            direction: 1,
+            min_score: -MAX_ABS_SCORE,
+            max_score: MAX_ABS_SCORE,
+            metadata: None,
+        }
+    }
 }
 
 /// What the database made of a command: the score and version that its first application
@@ -198,6 +255,9 @@ pub struct CommandOutcome {
     pub score: i64,
     pub version: i64,
     pub duplicate: bool,
+    /// False for a best board's submission that did not beat the standing best (then `score`
+    /// and `version` are the standing best's); true otherwise.
+    pub improved: bool,
 }
 
 /// One line of a leaderboard answer, the same from both read paths: its rank in the read's
@@ -236,6 +296,10 @@ pub struct ProjectionEntry {
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
+    /// The member's tie (`definition::Order`): 0 on boards whose ties go by user id.
+    pub tie: i64,
+    /// The member's metadata after the command, as JSON text (None: it has none).
+    pub metadata: Option<String>,
 }
 
 #[cfg(test)]

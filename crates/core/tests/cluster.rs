@@ -31,6 +31,8 @@ fn entries(version: i64) -> Vec<ProjectionEntry> {
                 user_id: UserId::parse(&format!("u{u}")).expect("user"),
                 score: 100 * version + u,
                 version,
+                tie: 0,
+                metadata: None,
             })
         })
         .collect()

@@ -34,12 +34,12 @@ async fn listen(url: &str) -> (tokio_postgres::Client, Arc<AtomicU64>) {
 }
 
 fn command(user: u32) -> ScoreCommand {
-    ScoreCommand {
-        event_id: EventId::from(uuid::Uuid::new_v4()),
-        board: BoardId::parse("wake").expect("board"),
-        user_id: UserId::parse(&format!("u{user}")).expect("user"),
-        delta: Delta::new(1).expect("delta"),
-    }
+    ScoreCommand::add(
+        EventId::from(uuid::Uuid::new_v4()),
+        BoardId::parse("wake").expect("board"),
+        UserId::parse(&format!("u{user}")).expect("user"),
+        Delta::new(1).expect("delta"),
+    )
 }
 
 async fn wait_for(count: &AtomicU64, at_least: u64) -> bool {

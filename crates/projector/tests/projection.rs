@@ -25,6 +25,8 @@ fn entry(id: i64, board: &str, user: &str, score: i64, version: i64) -> Projecti
         user_id: UserId::parse(user).expect("user"),
         score,
         version,
+        tie: 0,
+        metadata: None,
     }
 }
 
@@ -364,12 +366,12 @@ async fn a_commit_wakes_an_idle_projector() {
     .await
     .expect("the projector never LISTENed");
     let db = env.database();
-    let command = ledgerboard_core::domain::ScoreCommand {
-        event_id: EventId::from(uuid::Uuid::new_v4()),
-        board: BoardId::parse("live").expect("board"),
-        user_id: UserId::parse("player").expect("user"),
-        delta: ledgerboard_core::domain::Delta::new(42).expect("delta"),
-    };
+    let command = ledgerboard_core::domain::ScoreCommand::add(
+        EventId::from(uuid::Uuid::new_v4()),
+        BoardId::parse("live").expect("board"),
+        UserId::parse("player").expect("user"),
+        ledgerboard_core::domain::Delta::new(42).expect("delta"),
+    );
     ledgerboard_core::board::apply_score_command(&db, &command, None)
         .await
         .expect("command");

@@ -1,6 +1,7 @@
 //! Intent (PostgreSQL) against observed (Redis), for one member.
 
 use ledgerboard_core::projection::inspect::Observed;
+use ledgerboard_core::projection::member;
 use serde::{Deserialize, Serialize};
 
 /// How one member's projection compares with its source row (the reconciler's verdict).
@@ -13,7 +14,8 @@ pub enum Classification {
     Stale,
     /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
     Ahead,
-    /// Same version, different score; or a stored version that is not a number.
+    /// Same version, different score or tie; or a stored value that is not a version (and tie
+    /// key).
     Corrupt,
     Current,
     /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
@@ -25,18 +27,25 @@ pub enum Classification {
 }
 
 /// Missing: either half of the member is absent. Stale / ahead: the versions differ. Corrupt:
-/// same version, another score, or a version that is not a number. Current: all equal.
-pub fn classify(source_score: i64, source_version: i64, observed: &Observed) -> Classification {
-    let version = observed.version.as_deref().map(str::parse::<i64>);
-    match (observed.score, version) {
+/// same version, another score or another tie (the member is spelt with the wrong tie key:
+/// its place among equal scores is wrong), or a stored value that is not one
+/// `member::stored` writes. Current: all equal.
+pub fn classify(
+    source_score: i64,
+    source_tie: i64,
+    source_version: i64,
+    observed: &Observed,
+) -> Classification {
+    let stored = observed.version.as_deref().map(member::parse_stored);
+    match (observed.score, stored) {
         (None, _) | (_, None) => Classification::Missing,
-        (_, Some(Err(_))) => Classification::Corrupt,
-        (Some(score), Some(Ok(version))) => {
+        (_, Some(None)) => Classification::Corrupt,
+        (Some(score), Some(Some((version, tie)))) => {
             if version < source_version {
                 Classification::Stale
             } else if version > source_version {
                 Classification::Ahead
-            } else if score != source_score as f64 {
+            } else if score != source_score as f64 || tie != source_tie {
                 Classification::Corrupt
             } else {
                 Classification::Current
@@ -54,6 +63,24 @@ mod tests {
             score,
             version: version.map(|v| v.map_or_else(|()| "x".to_owned(), |v| v.to_string())),
         }
+    }
+
+    fn classify(score: i64, version: i64, observed: &Observed) -> Classification {
+        super::classify(score, 0, version, observed)
+    }
+
+    #[test]
+    fn a_tie_is_compared_like_the_score() {
+        use Classification::*;
+        let at = |tie| Observed {
+            score: Some(10.0),
+            version: Some(member::stored(2, tie)),
+        };
+        assert_eq!(super::classify(10, -5, 2, &at(-5)), Current);
+        assert_eq!(super::classify(10, -5, 2, &at(-6)), Corrupt);
+        assert_eq!(super::classify(10, -5, 2, &at(0)), Corrupt);
+        assert_eq!(super::classify(10, 0, 2, &at(-5)), Corrupt);
+        assert_eq!(super::classify(10, -5, 3, &at(-6)), Stale);
     }
 
     #[test]

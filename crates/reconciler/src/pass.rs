@@ -12,6 +12,7 @@ use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::inspect::{self, Half, Observed};
+use ledgerboard_core::projection::member;
 use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};
 
 use crate::classify::{Classification, classify};
@@ -247,7 +248,7 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
             .into_iter()
             .zip(observed)
             .map(|(row, seen)| Judged {
-                class: Some(classify(row.score, row.version, &seen)),
+                class: Some(classify(row.score, row.tie, row.version, &seen)),
                 row,
                 seen,
             })
@@ -354,7 +355,12 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
         };
         member.row = again.row;
         member.seen = seen;
-        let class = classify(member.row.score, member.row.version, &member.seen);
+        let class = classify(
+            member.row.score,
+            member.row.tie,
+            member.row.version,
+            &member.seen,
+        );
         let is_behind = matches!(class, Classification::Stale)
             || (class == Classification::Missing && is_absent(&member.seen));
         member.class = Some(if is_behind && again.pending {
@@ -377,7 +383,7 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
     .await?;
     for (&i, seen) in behind.iter().zip(after) {
         let member = &mut judged[i];
-        let class = classify(member.row.score, member.row.version, &seen);
+        let class = classify(member.row.score, member.row.tie, member.row.version, &seen);
         member.class = Some(match class {
             // Written since the re-read: the projector's progress. Ahead of the re-read here
             // means a newer command projected meanwhile, not invented state.
@@ -414,6 +420,8 @@ async fn repair(
             user: &r.row.user_id,
             score: r.row.score,
             version: r.row.version,
+            tie: r.row.tie,
+            metadata: r.row.metadata.as_deref(),
             force_over: r.force_over.as_deref(),
         })
         .collect();
@@ -443,9 +451,12 @@ fn tally(replies: Vec<redis::RedisResult<String>>, done_word: &str, counts: &mut
     done
 }
 
-/// Members of the projection with no source row: sorted-set members first, then version-hash
-/// entries whose member is not in the sorted set. Each chunk of members is checked against
-/// PostgreSQL in one query.
+/// Members of the projection with no source row: sorted-set members first (decoded to their
+/// user id with `member::user_of`), then version-hash entries whose user has no member in the
+/// sorted set. Each chunk of members is checked against PostgreSQL in one query. A sorted-set
+/// member that does not decode (spelt by hand) is an orphan; so is a spelling of a user who has
+/// a source row when the versions hash names another one (a stray tie key: only that member
+/// goes).
 async fn orphans(
     ctx: Ctx<'_>,
     board: &BoardId,
@@ -463,20 +474,66 @@ async fn orphans(
     for (half, _) in scans.into_iter().filter(|(_, wanted)| *wanted) {
         let mut cursor: u64 = 0;
         loop {
-            let (next, members) =
+            let (next, spelt) =
                 inspect::scan_members(store, board, half, cursor, options.chunk_size).await?;
-            let observed =
-                inspect::observe(store, board, members.iter().map(String::as_str)).await?;
-            let existing = source::existing(db, board, &members).await?;
-            let mut found: Vec<(&str, String)> = Vec::new();
-            for (member, seen) in members.iter().zip(observed) {
+            // (user, the member as spelt, its tie); a malformed member has no user.
+            let decoded: Vec<(Option<String>, String, i64)> = spelt
+                .into_iter()
+                .map(|m| match half {
+                    Half::Scores => match member::user_of(&m) {
+                        Some((user, tie)) => (Some(user.to_owned()), m.clone(), tie),
+                        None => (None, m, 0),
+                    },
+                    Half::Versions => (Some(m), String::new(), 0),
+                })
+                .collect();
+            let users: Vec<String> = decoded.iter().filter_map(|(u, _, _)| u.clone()).collect();
+            let observed = inspect::observe(store, board, users.iter().map(String::as_str)).await?;
+            let mut observed = users.iter().cloned().zip(observed);
+            let existing = source::existing(db, board, &users).await?;
+            let mut found: Vec<inspect::Orphan> = Vec::new();
+            for (user, spelling, tie) in decoded {
+                let Some(user) = user else {
+                    // Not a member any writer spells: it goes, whoever it seems to name.
+                    counts.count(Classification::Orphan);
+                    found.push(inspect::Orphan {
+                        user: String::new(),
+                        observed_version: String::new(),
+                        member: spelling,
+                        whole: false,
+                    });
+                    continue;
+                };
+                let Some((_, seen)) = observed.next() else {
+                    break;
+                };
+                let named_tie = seen.stored().map(|(_, t)| t);
+                if existing.contains(&user) {
+                    // A source member: judged in the chunk walk, unless this is a spelling its
+                    // stored value does not name (the named one, or its absence, is judged
+                    // there and repaired).
+                    if half == Half::Scores && named_tie.is_some_and(|t| t != tie) {
+                        counts.count(Classification::Orphan);
+                        found.push(inspect::Orphan {
+                            user,
+                            observed_version: seen.version.unwrap_or_default(),
+                            member: spelling,
+                            whole: false,
+                        });
+                    }
+                    continue;
+                }
                 // In the hash pass, members still in the sorted set were judged in the first.
-                let judged_already = half == Half::Versions && seen.score.is_some();
-                if existing.contains(member) || judged_already {
+                if half == Half::Versions && seen.score.is_some() {
                     continue;
                 }
                 counts.count(Classification::Orphan);
-                found.push((member, seen.version.unwrap_or_default()));
+                found.push(inspect::Orphan {
+                    user,
+                    observed_version: seen.version.unwrap_or_default(),
+                    member: spelling,
+                    whole: true,
+                });
             }
             if options.remove_orphans && !options.dry_run && !found.is_empty() {
                 confirm(lock).await?;

@@ -115,10 +115,7 @@ pub(crate) async fn build_and_switch(
         if !held.confirm().await {
             return Err(PassError::LockLost.into());
         }
-        let write = build.write_chunk(
-            rows.iter()
-                .map(|row| (row.user_id.as_str(), row.score, row.version)),
-        );
+        let write = build.write_chunk(rows.iter());
         let next = async {
             match rows.last() {
                 Some(last) if rows.len() == chunk_size => {

@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 
 /// One command through the real command path (the api's): `user` of board b gains `delta`.
 async fn command(db: &Database, user: &str, delta: i64) {
-    let command = ScoreCommand {
-        event_id: uuid::Uuid::new_v4().into(),
-        board: BoardId::parse("b").expect("board"),
-        user_id: UserId::parse(user).expect("user"),
-        delta: Delta::new(delta).expect("delta"),
-    };
+    let command = ScoreCommand::add(
+        uuid::Uuid::new_v4().into(),
+        BoardId::parse("b").expect("board"),
+        UserId::parse(user).expect("user"),
+        Delta::new(delta).expect("delta"),
+    );
     apply_score_command(db, &command, None)
         .await
         .expect("command");

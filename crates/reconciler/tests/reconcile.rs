@@ -204,13 +204,13 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     let writer = tokio::spawn(async move {
         let mut n = 0_u64;
         while !stop.is_cancelled() {
-            let command = ledgerboard_core::domain::ScoreCommand {
-                event_id: uuid::Uuid::new_v4().into(),
-                board: BoardId::parse("b").expect("board"),
-                user_id: ledgerboard_core::domain::UserId::parse(&format!("u{:06}", n * 7 % 3_100))
+            let command = ledgerboard_core::domain::ScoreCommand::add(
+                uuid::Uuid::new_v4().into(),
+                BoardId::parse("b").expect("board"),
+                ledgerboard_core::domain::UserId::parse(&format!("u{:06}", n * 7 % 3_100))
                     .expect("user"),
-                delta: ledgerboard_core::domain::Delta::new(3).expect("delta"),
-            };
+                ledgerboard_core::domain::Delta::new(3).expect("delta"),
+            );
             ledgerboard_core::board::apply_score_command(&db, &command, None)
                 .await
                 .expect("command");

@@ -13,7 +13,7 @@ use crate::{TestDb, TestRedis};
 use ledgerboard_core::config::{DaemonSection, Settings, SharedOnly};
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection::{Store, inspect};
+use ledgerboard_core::projection::{Store, inspect, member};
 
 pub struct TestEnv<D = SharedOnly> {
     pub db: TestDb,
@@ -106,7 +106,7 @@ impl<D> TestEnv<D> {
                     })
                 });
                 let version = seen.version.as_deref().map_or(-1, |v| {
-                    v.parse().unwrap_or_else(|_| {
+                    member::parse_stored(v).map(|(v, _)| v).unwrap_or_else(|| {
                         panic!(
                             "Redis holds version {v:?} for {user} on board {board}: not an integer"
                         )

@@ -6,8 +6,9 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::BoardKind;
-use ledgerboard_core::board::apply_score_command;
+use ledgerboard_core::board::{self, apply_score_command};
+use ledgerboard_core::db::StoreError;
+use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::{BoardId, ScoreCommand};
 use ledgerboard_core::telemetry::metrics::Label;
 use ledgerboard_core::telemetry::trace_context;
@@ -36,9 +37,20 @@ pub struct CommandBody {
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
     )]
     user_id: String,
-    /// The score change, an integer from -1000 to 1000.
-    #[schema(value_type = i64, minimum = -1000, maximum = 1000)]
-    delta: serde_json::Number,
+    /// On `add` boards (every undeclared board): the score change, an integer within the
+    /// board's delta bounds (-1000 to 1000 unless declared otherwise). Absent on `best` and
+    /// `latest` boards.
+    #[schema(value_type = Option<i64>)]
+    delta: Option<serde_json::Number>,
+    /// On `best` and `latest` boards: the submitted score, an integer within the board's score
+    /// bounds. Absent on `add` boards.
+    #[schema(value_type = Option<i64>)]
+    score: Option<serde_json::Number>,
+    /// Optional per-entry metadata: a JSON object of at most 1024 bytes (compact JSON), kept
+    /// with the score by the command that sets it (on add and latest boards a command without
+    /// it keeps the prior; on best boards the improving submission's).
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<serde_json::Value>,
 }
 
 /// Applies a score command exactly once per event id.
@@ -53,7 +65,7 @@ pub struct CommandBody {
         (status = 400, description = "malformed body or path", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token may not write to this board", body = ErrorBody),
-        (status = 409, description = "the event id was used with another board, user or delta", body = ErrorBody),
+        (status = 409, description = "the event id was used with another board, user, operator, value or metadata", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
         (status = 429, description = "past the rate limit of this token (or, without one, of this address); see Retry-After", body = ErrorBody),
         (status = 422, description = "an invalid value", body = ErrorBody),
@@ -80,11 +92,25 @@ pub async fn post_score(
                 ApiError::MalformedBody(rejection.body_text())
             }
         })?;
-        let command = parse_command(&board, &body)?;
+        let (board, raw) = parse_body(&board, &body)?;
         // The request's trace context travels in the outbox row, so the projection's span can
         // link back to this request.
         let traceparent = trace_context::current_traceparent();
-        Ok::<_, ApiError>(apply_score_command(&state.db, &command, traceparent.as_deref()).await?)
+        let definition = state.definitions.get(&state.db, &board).await?;
+        let command = validate(&definition, &raw)?;
+        match apply_score_command(&state.db, &command, traceparent.as_deref()).await {
+            // The cached definition lags the database's: once more against the current one
+            // (the command may now be invalid, and is then refused as such).
+            Err(StoreError::DefinitionChanged) => {
+                state.definitions.forget(&board);
+                let definition = state.definitions.get(&state.db, &board).await?;
+                let command = validate(&definition, &raw)?;
+                Ok::<_, ApiError>(
+                    apply_score_command(&state.db, &command, traceparent.as_deref()).await?,
+                )
+            }
+            other => Ok(other?),
+        }
     }
     .await;
     let outcome = match &result {
@@ -103,13 +129,24 @@ pub async fn post_score(
     Ok((status, Json(outcome)).into_response())
 }
 
-fn parse_command(board: &str, body: &[u8]) -> Result<ScoreCommand, ApiError> {
+fn parse_body(board: &str, body: &[u8]) -> Result<(BoardId, CommandBody), ApiError> {
     let board = BoardId::parse(board)?;
     let raw: CommandBody = serde_json::from_slice(body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"event_id\": \"<uuid>\", \"user_id\": \"<string>\", \"delta\": <integer>}}: {e}"
+            "expected {{\"event_id\": \"<uuid>\", \"user_id\": \"<string>\", \"delta\" or \"score\": <integer>, \"metadata\"?: {{…}}}}: {e}"
         ))
     })?;
-    // The board's rule says what a valid command is.
-    Ok(BoardKind::of(&board).command(board, &raw.event_id, &raw.user_id, &raw.delta)?)
+    Ok((board, raw))
+}
+
+/// The board's definition says what a valid command is.
+fn validate(definition: &BoardDefinition, raw: &CommandBody) -> Result<ScoreCommand, ApiError> {
+    Ok(board::command(
+        definition,
+        &raw.event_id,
+        &raw.user_id,
+        raw.score.as_ref(),
+        raw.delta.as_ref(),
+        raw.metadata.as_ref(),
+    )?)
 }

@@ -17,6 +17,10 @@ pub enum StoreError {
     /// The event id was used before with another board, user or delta.
     #[error("event id {0} was already used with a different board, user or delta")]
     EventIdReused(EventId),
+    /// The board's definition changed since the command was validated against it (another
+    /// revision): validate it again against the current one.
+    #[error("the board's definition changed while the command was validated")]
+    DefinitionChanged,
     /// Lost a race with a concurrent transaction (same event id, deadlock, serialization
     /// failure); running the same call again is safe.
     #[error("concurrent update conflict: {0}")]

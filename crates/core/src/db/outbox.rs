@@ -37,6 +37,8 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
     let user: String = row.try_get("user_id")?;
     let score: i64 = row.try_get("absolute_score")?;
     let version: i64 = row.try_get("score_version")?;
+    let tie: i64 = row.try_get("tie")?;
+    let metadata: Option<String> = row.try_get("metadata")?;
     let entry = match (BoardId::parse(&board), UserId::parse(&user)) {
         (Ok(board), Ok(user_id)) => Ok(ProjectionEntry {
             outbox_id: id,
@@ -45,6 +47,8 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
             user_id,
             score,
             version,
+            tie,
+            metadata,
         }),
         (Err(e), _) | (_, Err(e)) => Err(format!("row cannot be projected: {e}")),
     };

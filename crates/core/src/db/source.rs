@@ -15,6 +15,22 @@ pub struct SourceRow {
     pub user_id: String,
     pub score: i64,
     pub version: i64,
+    /// The member's tie (`definition::Order`): 0 on boards whose ties go by user id.
+    pub tie: i64,
+    /// The entry's metadata as JSON text.
+    pub metadata: Option<String>,
+}
+
+impl SourceRow {
+    fn from_row(r: &tokio_postgres::Row) -> Result<Self, tokio_postgres::Error> {
+        Ok(SourceRow {
+            user_id: r.try_get("user_id")?,
+            score: r.try_get("score")?,
+            version: r.try_get("version")?,
+            tie: r.try_get("tie")?,
+            metadata: r.try_get("metadata")?,
+        })
+    }
 }
 
 /// Parameters: after, up to (or NULL), limit.
@@ -100,15 +116,7 @@ pub async fn chunk(
     let rows = db
         .query(&CHUNK, [&board.as_str(), &cursor, &(limit as i64)])
         .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(SourceRow {
-                user_id: r.try_get(0)?,
-                score: r.try_get(1)?,
-                version: r.try_get(2)?,
-            })
-        })
-        .collect()
+    rows.iter().map(|r| Ok(SourceRow::from_row(r)?)).collect()
 }
 
 /// A source row read again, with whether the outbox row of its version is still pending.
@@ -140,16 +148,12 @@ pub async fn recheck(
     let rows = db.query(&RECHECK, [&board.as_str(), &users]).await?;
     rows.iter()
         .map(|r| {
-            let row = SourceRow {
-                user_id: r.try_get(0)?,
-                score: r.try_get(1)?,
-                version: r.try_get(2)?,
-            };
+            let row = SourceRow::from_row(r)?;
             Ok((
                 row.user_id.clone(),
                 RecheckedRow {
                     row,
-                    pending: r.try_get(3)?,
+                    pending: r.try_get("pending")?,
                 },
             ))
         })

@@ -12,6 +12,7 @@ use std::time::Duration;
 use redis::{ErrorKind, RedisError, RedisResult};
 
 use super::keys::KeyLayout;
+use super::member;
 use super::scripts::{PROJECT, evalsha, send_pipeline};
 use super::{ReadModelError, Store};
 use crate::domain::{BoardId, ProjectionEntry};
@@ -64,16 +65,22 @@ pub async fn apply_batch(
             keys.scores(b),
             keys.versions(b),
             keys.meta(b),
+            keys.distinct(b),
+            keys.metadata(b),
             keys.rebuild_scores(b),
             keys.rebuild_versions(b),
             keys.rebuild_meta(b),
+            keys.rebuild_distinct(b),
+            keys.rebuild_metadata(b),
         ];
         let row_keys: Vec<&str> = row_keys.iter().map(String::as_str).collect();
         evalsha(&mut pipe, &PROJECT, &row_keys)
             .arg(e.user_id.as_str())
             .arg(e.score)
             .arg(e.version)
-            .arg(&ttl_ms);
+            .arg(&ttl_ms)
+            .arg(member::tie_key(e.tie))
+            .arg(e.metadata.as_deref().unwrap_or(""));
     }
     // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
     let replies = send_pipeline(&mut conn, &PROJECT, &pipe)

@@ -1,5 +1,5 @@
 //! A rebuild's Redis side: a new generation of a board's keys (`:z:rebuild`, `:v:rebuild`,
-//! sealed by `:m:rebuild` while it is built), written chunk by chunk, then switched live in
+//! `:d:rebuild`, `:x:rebuild`, sealed by `:m:rebuild` while it is built), written chunk by chunk, then switched live in
 //! one atomic step and sealed; and the rebuild requests that readers and projectors leave for
 //! the reconciler. When to rebuild, under which lock, and the catch-up pass are the
 //! reconciler's (`crates/reconciler/src/rebuild.rs`).
@@ -12,8 +12,10 @@
 
 use redis::RedisResult;
 
+use super::member;
 use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
 use super::{ReadModelError, Store, TimedConnection};
+use crate::db::source::SourceRow;
 use crate::domain::BoardId;
 
 /// A new generation of one board being built, on one connection held for the whole build.
@@ -22,6 +24,8 @@ pub struct Build {
     board: BoardId,
     scores: String,
     versions: String,
+    distinct: String,
+    metadata: String,
     meta: String,
     ttl_ms: u64,
     generation: String,
@@ -38,9 +42,11 @@ impl Build {
         ttl_ms: u64,
     ) -> Result<Build, ReadModelError> {
         let keys = store.keys();
-        let (scores, versions, meta) = (
+        let (scores, versions, distinct, metadata, meta) = (
             keys.rebuild_scores(board),
             keys.rebuild_versions(board),
+            keys.rebuild_distinct(board),
+            keys.rebuild_metadata(board),
             keys.rebuild_meta(board),
         );
         let mut conn = store.connection().await?;
@@ -53,6 +59,8 @@ impl Build {
             .cmd("UNLINK")
             .arg(&scores)
             .arg(&versions)
+            .arg(&distinct)
+            .arg(&metadata)
             .arg(&meta)
             .ignore()
             .cmd("HSET")
@@ -73,6 +81,8 @@ impl Build {
             board: board.clone(),
             scores,
             versions,
+            distinct,
+            metadata,
             meta,
             ttl_ms,
             generation,
@@ -84,27 +94,35 @@ impl Build {
         &self.generation
     }
 
-    /// Writes one chunk of `(user id, score, version)` source rows where the new generation
-    /// holds no newer version, and renews the build's seal; answers the rows written. An
-    /// error when the build's seal is gone (`LBNOBUILD`: the build was abandoned).
+    /// Writes one chunk of source rows where the new generation holds no newer version (each
+    /// member spelt with its tie, its distinct score and metadata with it), and renews the
+    /// build's seal; answers the rows written. An error when the build's seal is gone
+    /// (`LBNOBUILD`: the build was abandoned).
     pub async fn write_chunk<'a>(
         &mut self,
-        rows: impl IntoIterator<Item = (&'a str, i64, i64)>,
+        rows: impl IntoIterator<Item = &'a SourceRow>,
     ) -> Result<i64, ReadModelError> {
         let mut call = REBUILD_CHUNK.prepare_invoke();
         call.key(&self.scores)
             .key(&self.versions)
             .key(&self.meta)
+            .key(&self.distinct)
+            .key(&self.metadata)
             .arg(self.ttl_ms);
-        for (user, score, version) in rows {
-            call.arg(user).arg(score).arg(version);
+        for row in rows {
+            call.arg(&row.user_id)
+                .arg(row.score)
+                .arg(row.version)
+                .arg(member::tie_key(row.tie))
+                .arg(row.metadata.as_deref().unwrap_or(""));
         }
         Ok(call.invoke_async::<i64>(&mut self.conn).await?)
     }
 
     /// Makes the new generation live in one atomic step (`lua/switch_generation.lua`): the
     /// live keys become the retired ones, the new ones the live ones; with `seal`, the build's
-    /// seal becomes the board's, counting the members the new generation holds, else the
+    /// seal becomes the board's, counting the members (`card`) and distinct scores (`dcard`)
+    /// the new generation holds, else the
     /// board is left without a seal (a board with no source rows: reads of a board that does
     /// not exist must leave nothing behind). Then the retired generation is deleted with
     /// UNLINK (off Redis's main thread): that outcome is returned apart, since the new
@@ -116,23 +134,32 @@ impl Build {
     ) -> Result<RedisResult<()>, ReadModelError> {
         let keys = store.keys();
         let board = &self.board;
-        let (retired_scores, retired_versions) =
-            (keys.retired_scores(board), keys.retired_versions(board));
+        let retired = [
+            keys.retired_scores(board),
+            keys.retired_versions(board),
+            keys.retired_distinct(board),
+            keys.retired_metadata(board),
+        ];
         let _: String = SWITCH_GENERATION
             .key(keys.scores(board))
-            .key(keys.versions(board))
             .key(&self.scores)
+            .key(&retired[0])
+            .key(keys.versions(board))
             .key(&self.versions)
-            .key(&retired_scores)
-            .key(&retired_versions)
+            .key(&retired[1])
+            .key(keys.distinct(board))
+            .key(&self.distinct)
+            .key(&retired[2])
+            .key(keys.metadata(board))
+            .key(&self.metadata)
+            .key(&retired[3])
             .key(keys.meta(board))
             .key(&self.meta)
             .arg(if seal { "seal" } else { "unseal" })
             .invoke_async(&mut self.conn)
             .await?;
         let unlinked: RedisResult<i64> = redis::cmd("UNLINK")
-            .arg(&retired_scores)
-            .arg(&retired_versions)
+            .arg(&retired[..])
             .query_async(&mut self.conn)
             .await;
         Ok(unlinked.map(|_| ()))

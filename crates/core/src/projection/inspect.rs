@@ -6,47 +6,52 @@ use std::collections::BTreeMap;
 
 use redis::RedisResult;
 
+use super::member;
 use super::read::{Seal, seal, with_seal};
-use super::scripts::{REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
+use super::scripts::{OBSERVE, REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
 use super::{ReadModelError, Store};
 use crate::domain::BoardId;
 
-/// What Redis holds for a member: its score in the sorted set and its entry in the version
-/// hash (as stored: it may not be a number), each possibly absent.
+/// What Redis holds for a member: its entry in the version hash (as stored: it may not be
+/// one `member::stored` writes) and the score of the member that entry names (its tie key
+/// spells the member, `member.rs`), each possibly absent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
     pub score: Option<f64>,
     pub version: Option<String>,
 }
 
-/// Score and stored version of each of `users` on `board`, in one pipelined round trip, in
-/// the order given. The first command Redis refused (a wrong-typed key) is the error.
+impl Observed {
+    /// The version and tie the stored value holds; None when absent or unreadable.
+    pub fn stored(&self) -> Option<(i64, i64)> {
+        self.version.as_deref().and_then(member::parse_stored)
+    }
+}
+
+/// Stored value and score of each of `users` on `board`, in one script call
+/// (`lua/observe.lua`: one snapshot, one round trip), in the order given.
 pub async fn observe<'a>(
     store: &Store,
     board: &BoardId,
     users: impl Iterator<Item = &'a str>,
 ) -> Result<Vec<Observed>, ReadModelError> {
-    let keys = store.keys();
-    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    let mut n = 0;
-    for user in users {
-        pipe.cmd("ZSCORE").arg(&scores_key).arg(user);
-        pipe.cmd("HGET").arg(&versions_key).arg(user);
-        n += 1;
-    }
-    if n == 0 {
+    let users: Vec<&str> = users.collect();
+    if users.is_empty() {
         return Ok(Vec::new());
     }
+    let keys = store.keys();
     let mut conn = store.connection().await?;
-    let replies: Vec<RedisResult<Option<String>>> = pipe.query_async(&mut conn).await?;
-    let replies = replies.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let replies: Vec<Option<String>> = OBSERVE
+        .key(keys.scores(board))
+        .key(keys.versions(board))
+        .arg(&users)
+        .invoke_async(&mut conn)
+        .await?;
     Ok(replies
         .chunks(2)
         .map(|pair| Observed {
-            score: pair[0].as_deref().and_then(|s| s.parse().ok()),
-            version: pair[1].clone(),
+            version: pair[0].clone(),
+            score: pair.get(1).cloned().flatten().and_then(|s| s.parse().ok()),
         })
         .collect())
 }
@@ -97,7 +102,8 @@ pub async fn scan_members(
         .arg(count)
         .query_async(&mut conn)
         .await?;
-    // Both scans answer member, value, member, value, …
+    // Both scans answer member, value, member, value, … (sorted-set members as spelt: a
+    // caller decodes them with `member::user_of`).
     Ok((next, items.chunks(2).map(|pair| pair[0].clone()).collect()))
 }
 
@@ -106,6 +112,8 @@ pub struct Repair<'a> {
     pub user: &'a str,
     pub score: i64,
     pub version: i64,
+    pub tie: i64,
+    pub metadata: Option<&'a str>,
     /// `None`: never over a newer stored version. `Some(v)`: overwrite the stored version,
     /// but only while it is still `v` (a member ahead of its source).
     pub force_over: Option<&'a str>,
@@ -119,7 +127,8 @@ pub async fn repair(
     repairs: &[Repair<'_>],
 ) -> Result<Vec<RedisResult<String>>, ReadModelError> {
     let keys = store.keys();
-    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
+    let board_keys = board_keys(keys, board);
+    let board_keys: Vec<&str> = board_keys.iter().map(String::as_str).collect();
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for r in repairs {
@@ -127,33 +136,63 @@ pub async fn repair(
             Some(v) => ("force", v),
             None => ("normal", ""),
         };
-        evalsha(&mut pipe, &REPAIR, &[&scores_key, &versions_key])
+        evalsha(&mut pipe, &REPAIR, &board_keys)
             .arg(r.user)
             .arg(r.score)
             .arg(r.version)
             .arg(mode)
-            .arg(expected);
+            .arg(expected)
+            .arg(member::tie_key(r.tie))
+            .arg(r.metadata.unwrap_or(""));
     }
     let mut conn = store.connection().await?;
     Ok(send_pipeline(&mut conn, &REPAIR, &pipe).await?)
 }
 
-/// Removes each `(member, observed stored version)` unless its version changed since
-/// (`lua/remove_orphan.lua`), in one pipelined round trip; one reply per member: `removed` or
-/// `skipped`, or the error Redis answered for that member.
+/// The keys the repair and orphan scripts take: scores, versions, seal, distinct scores,
+/// metadata.
+fn board_keys(keys: &super::keys::KeyLayout, board: &BoardId) -> [String; 5] {
+    [
+        keys.scores(board),
+        keys.versions(board),
+        keys.meta(board),
+        keys.distinct(board),
+        keys.metadata(board),
+    ]
+}
+
+/// One member to remove (`lua/remove_orphan.lua`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphan {
+    pub user: String,
+    /// The stored value observed ('' for none): the removal is skipped if it changed.
+    pub observed_version: String,
+    /// The sorted-set member observed ('' for none), as spelt.
+    pub member: String,
+    /// True: the user has no source row (its member, version and metadata go). False: only
+    /// `member`, a spelling the versions hash does not name, goes.
+    pub whole: bool,
+}
+
+/// Removes each orphan unless its stored value changed since it was observed
+/// (`lua/remove_orphan.lua`), in one pipelined round trip; one reply per orphan: `removed` or
+/// `skipped`, or the error Redis answered for it.
 pub async fn remove_orphans(
     store: &Store,
     board: &BoardId,
-    orphans: &[(&str, String)],
+    orphans: &[Orphan],
 ) -> Result<Vec<RedisResult<String>>, ReadModelError> {
     let keys = store.keys();
-    let (scores_key, versions_key) = (keys.scores(board), keys.versions(board));
+    let board_keys = board_keys(keys, board);
+    let board_keys: Vec<&str> = board_keys.iter().map(String::as_str).collect();
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    for (member, version) in orphans {
-        evalsha(&mut pipe, &REMOVE_ORPHAN, &[&scores_key, &versions_key])
-            .arg(*member)
-            .arg(version);
+    for o in orphans {
+        evalsha(&mut pipe, &REMOVE_ORPHAN, &board_keys)
+            .arg(&o.user)
+            .arg(&o.observed_version)
+            .arg(if o.whole { "orphan" } else { "stray" })
+            .arg(&o.member);
     }
     let mut conn = store.connection().await?;
     Ok(send_pipeline(&mut conn, &REMOVE_ORPHAN, &pipe).await?)
@@ -169,11 +208,13 @@ type MembersReply = (
     BTreeMap<String, String>,
 );
 
-/// Every member of the board as Redis holds it, each half as stored (a member in one half
-/// only has the other `None`), and the board's seal, read in one MULTI/EXEC so that no
-/// rebuild's switch or projector write falls between them: the seal says whether these very
-/// keys are whole. For tests and the chaos check (it reads whole boards), never on a request
-/// path.
+/// Every member of the board as Redis holds it, by user id (members decoded with
+/// `member::user_of`; a member that does not decode is kept under its raw spelling), each half
+/// as stored (a member in one half only has the other `None`; the score is the one of the
+/// member spelt with the user's stored tie, or of its only spelling), and the board's seal,
+/// read in one MULTI/EXEC so that no rebuild's switch or projector write falls between them:
+/// the seal says whether these very keys are whole. For tests and the chaos check (it reads
+/// whole boards), never on a request path.
 pub async fn board_members(
     store: &Store,
     board: &BoardId,
@@ -192,19 +233,28 @@ pub async fn board_members(
         .arg(keys.versions(board))
         .query_async(&mut conn)
         .await?;
-    let mut members: BTreeMap<String, Observed> = scores
-        .into_iter()
-        .map(|(user, score)| {
-            let version = versions.remove(&user);
-            (
-                user,
-                Observed {
-                    score: Some(score),
-                    version,
-                },
-            )
-        })
-        .collect();
+    let mut members: BTreeMap<String, Observed> = BTreeMap::new();
+    for (spelt, score) in scores {
+        let (user, tie) = match member::user_of(&spelt) {
+            Some((user, tie)) => (user.to_owned(), tie),
+            None => (spelt.clone(), 0),
+        };
+        let named = versions
+            .get(&user)
+            .and_then(|v| member::parse_stored(v))
+            .is_some_and(|(_, stored_tie)| stored_tie == tie);
+        let entry = members.entry(user.clone()).or_insert(Observed {
+            score: None,
+            version: None,
+        });
+        // The spelling the versions hash names wins over a stray one.
+        if entry.score.is_none() || named {
+            entry.score = Some(score);
+        }
+    }
+    for (user, entry) in members.iter_mut() {
+        entry.version = versions.remove(user);
+    }
     for (user, version) in versions {
         members.insert(
             user,

@@ -8,7 +8,8 @@
 //! <namespace>:lb:{<board>}:d          sorted set   the board's distinct scores (member: the
 //!                                                  score in decimal; score: the score), for
 //!                                                  dense ranks; the seal's `dcard` counts them
-//! <namespace>:lb:{<board>}:x          hash         user_id → the entry's metadata (JSON text)
+//! <namespace>:lb:{<board>}:x          hash         user_id → the entry's metadata (JSON text),
+//!                                                  for entries that have some
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
 //! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
 //!                                                  the projection was given), dcard (distinct
@@ -16,11 +17,13 @@
 //! <namespace>:lb:{<board>}:z:rebuild  sorted set   a rebuild's new generation, until it goes live
 //! <namespace>:lb:{<board>}:v:rebuild  hash         (same)
 //! <namespace>:lb:{<board>}:d:rebuild  sorted set   (same)
+//! <namespace>:lb:{<board>}:x:rebuild  hash         (same)
 //! <namespace>:lb:{<board>}:m:rebuild  hash         (same): while it exists, projection writes
 //!                                                  reach the new generation too
 //! <namespace>:lb:{<board>}:z:retired  sorted set   the generation a rebuild replaced, until deleted
 //! <namespace>:lb:{<board>}:v:retired  hash         (same)
 //! <namespace>:lb:{<board>}:d:retired  sorted set   (same)
+//! <namespace>:lb:{<board>}:x:retired  hash         (same)
 //! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
 //! <namespace>:rebuild:requests        set          boards a reader or projector found unsealed
 //! ```
@@ -81,10 +84,16 @@ impl KeyLayout {
         format!("{}:d:retired", self.board_prefix(board))
     }
 
-    /// The board's per-entry metadata: user id → the entry's JSON object as text (only
-    /// entries that carry one).
+    /// The board's hash of user id → the entry's metadata (JSON text), written with the
+    /// member's version by the scripts that write members.
     pub fn metadata(&self, board: &BoardId) -> String {
         format!("{}:x", self.board_prefix(board))
+    }
+    pub fn rebuild_metadata(&self, board: &BoardId) -> String {
+        format!("{}:x:rebuild", self.board_prefix(board))
+    }
+    pub fn retired_metadata(&self, board: &BoardId) -> String {
+        format!("{}:x:retired", self.board_prefix(board))
     }
 
     /// The marker of an event already applied to the board.
@@ -205,6 +214,9 @@ mod tests {
         assert_eq!(slot, cluster_slot(&keys.distinct(&board)));
         assert_eq!(slot, cluster_slot(&keys.rebuild_distinct(&board)));
         assert_eq!(slot, cluster_slot(&keys.retired_distinct(&board)));
+        assert_eq!(slot, cluster_slot(&keys.metadata(&board)));
+        assert_eq!(slot, cluster_slot(&keys.rebuild_metadata(&board)));
+        assert_eq!(slot, cluster_slot(&keys.retired_metadata(&board)));
         assert_eq!(slot, cluster_slot(&keys.rebuild_meta(&board)));
     }
 }

@@ -12,12 +12,14 @@ use redis::aio::ConnectionLike;
 use redis::{Pipeline, RedisResult, Script};
 
 /// `lua/prelude.lua`, `lua/members.lua` (the spelling of members and the distinct-scores
-/// helper), then the script `lua/<name>.lua`, as one text.
+/// helper), `lua/place.lua` (writing one member with its distinct score and metadata), then
+/// the script `lua/<name>.lua`, as one text.
 macro_rules! with_prelude {
     ($name:literal) => {
         concat!(
             include_str!("lua/prelude.lua"),
             include_str!("lua/members.lua"),
+            include_str!("lua/place.lua"),
             include_str!(concat!("lua/", $name, ".lua"))
         )
     };
@@ -55,9 +57,14 @@ pub static LOCK_RELEASE: LazyLock<Script> =
 pub static SWITCH_GENERATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/switch_generation.lua")));
 
-/// `lua/rebuild_chunk.lua`: writes a chunk of source rows into a board's rebuilt generation.
+/// `lua/rebuild_chunk.lua` (with the prelude): writes a chunk of source rows into a board's
+/// rebuilt generation.
 pub static REBUILD_CHUNK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/rebuild_chunk.lua")));
+    LazyLock::new(|| Script::new(with_prelude!("rebuild_chunk")));
+
+/// `lua/observe.lua` (read-only): each user's stored version and the score of the member it
+/// names, in one snapshot.
+pub static OBSERVE: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("observe")));
 
 /// `lua/read.lua` (read-only): every leaderboard read of one board, with its seal, in one call.
 pub static READ: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("read")));
@@ -102,6 +109,7 @@ mod tests {
             ("project", with_prelude!("project")),
             ("repair", with_prelude!("repair")),
             ("remove_orphan", with_prelude!("remove_orphan")),
+            ("rebuild_chunk", with_prelude!("rebuild_chunk")),
         ] {
             assert!(text.starts_with("#!lua\n"), "{name}");
             assert_eq!(text.lines().filter(|l| *l == "#!lua").count(), 1, "{name}");

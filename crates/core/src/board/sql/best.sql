@@ -1,0 +1,77 @@
+-- Applies one command of a `best` board in ONE statement: the member keeps the better of its
+-- score and the submitted one, by the board's sort.
+-- $1 event_id uuid, $2 board_id text, $3 user_id text, $4 score bigint (already within the
+-- board's score bounds), $5 traceparent, $6 definition revision (0: undeclared), $7 tie sign
+-- (0: ties by user id), $8 min score, $9 max score (checked before; same parameters as every
+-- operator), $10 metadata (JSON text, or NULL), $11 direction: 1 on descending boards (greater
+-- is better), -1 on ascending ones.
+--
+-- An improving submission (or a member's first) is applied like add.sql's (see there for the
+-- repeat, the revision check and the races): new score, one more version, a new tie on
+-- earliest boards, the submission's metadata (absent: none), an outbox row. A submission that
+-- does not improve (equal included: the standing one was reached first) changes nothing and
+-- writes no outbox row, but is recorded (its event id is used) with improved = false and the
+-- standing score and version, which is what it answers, now and on every repeat. The standing
+-- row is read in the statement's snapshot; a row committed by a concurrent first submission
+-- after it (the ON CONFLICT waited for it and found it better) is not there yet: then the
+-- answer says 'retry', nothing is written, and the caller runs the statement again.
+WITH prior AS (
+    SELECT board_id, user_id, coalesce(operator, 'add') AS operator,
+           coalesce(submitted, delta) AS submitted, metadata::text AS metadata,
+           score, version, improved
+    FROM score_events
+    WHERE event_id = $1
+),
+definition AS (
+    SELECT coalesce((SELECT revision FROM board_definitions WHERE board_id = $2), 0) = $6
+        AS current
+),
+go AS (
+    SELECT CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
+    WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
+      AND $4 BETWEEN $8 AND $9
+),
+upserted AS (
+    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata)
+    SELECT $2, $3, $4, 1, tie, $10::jsonb FROM go
+    ON CONFLICT (board_id, user_id) DO UPDATE
+        SET score = EXCLUDED.score,
+            version = s.version + 1,
+            tie = EXCLUDED.tie,
+            metadata = EXCLUDED.metadata,
+            updated_at = now()
+        WHERE $11 * (EXCLUDED.score - s.score) > 0
+    RETURNING score, version, tie, metadata
+),
+standing AS (
+    SELECT score, version FROM user_scores
+    WHERE board_id = $2 AND user_id = $3
+      AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM upserted)
+),
+event AS (
+    INSERT INTO score_events
+        (event_id, board_id, user_id, submitted, operator, score, version, improved, metadata)
+    SELECT $1, $2, $3, $4, 'best', score, version, true, $10::jsonb FROM upserted
+    UNION ALL
+    SELECT $1, $2, $3, $4, 'best', score, version, false, $10::jsonb FROM standing
+    RETURNING board_id, user_id, operator, submitted, metadata::text AS metadata, score,
+              version, improved
+),
+outbox AS (
+    INSERT INTO leaderboard_outbox
+        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata)
+    SELECT $1, $2, $3, score, version, $5, tie, metadata FROM upserted
+)
+SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, metadata, score, version,
+       improved
+FROM event
+UNION ALL
+SELECT 'duplicate', board_id, user_id, operator, submitted, metadata, score, version, improved
+FROM prior
+UNION ALL
+SELECT 'stale_definition', $2, $3, 'best', $4, NULL, 0, 0, false
+WHERE NOT EXISTS (SELECT 1 FROM prior) AND NOT (SELECT current FROM definition)
+UNION ALL
+SELECT 'retry', $2, $3, 'best', $4, NULL, 0, 0, false
+WHERE EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM upserted)
+  AND NOT EXISTS (SELECT 1 FROM standing)

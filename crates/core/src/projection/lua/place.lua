@@ -1,0 +1,43 @@
+
+-- Shared by the scripts that write members (after prelude.lua and members.lua, scripts.rs):
+-- puts one user's member at an absolute score, version and tie key in one generation of a
+-- board's keys, keeping its distinct-scores set and metadata hash true.
+--
+-- scores, versions, distinct, metadata: the generation's :z, :v, :d, :x keys; seal: its seal
+-- when dcard must follow (the live generation), else nil; user, score, version; key: the tie
+-- key ('' for tie 0); meta: the entry's metadata as JSON text ('' for none); old_key: the tie
+-- key the versions hash held for the user (nil when it held nothing, or nothing readable: the
+-- member is then looked for under the new spelling only).
+--
+-- Answers ZADD's and HSET's counts of new entries, so the caller can tell a member new to both
+-- halves (one more for the seal's card) from one whose spelling changed (none more).
+local function place_member(scores, versions, distinct, metadata, seal, user, score, version,
+                            key, meta, old_key)
+  local member = member_of(user, key)
+  local old_member = member
+  if old_key ~= nil then
+    old_member = member_of(user, old_key)
+  end
+  local old_score = redis.call('ZSCORE', scores, old_member)
+  if old_member ~= member then
+    redis.call('ZREM', scores, old_member)
+    if not old_score then
+      -- The versions hash named another spelling that is gone: maybe the member is under the
+      -- new one already (a repair of the hash alone).
+      old_score = redis.call('ZSCORE', scores, member)
+    end
+  end
+  local added = redis.call('ZADD', scores, score, member)
+  local stored = version
+  if key ~= '' then
+    stored = version .. ':' .. key
+  end
+  local added_version = redis.call('HSET', versions, user, stored)
+  if meta == '' then
+    redis.call('HDEL', metadata, user)
+  else
+    redis.call('HSET', metadata, user, meta)
+  end
+  move_distinct(scores, distinct, seal, old_score or nil, score)
+  return added, added_version
+end
