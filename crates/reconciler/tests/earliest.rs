@@ -66,13 +66,9 @@ async fn raw(env: &TestEnv) -> Raw {
     let keys = store.keys();
     let b = BoardId::parse("b").expect("board");
     let mut conn = store.connection().await.expect("redis");
-    let (z, v, d, x, m): (
-        Vec<(String, i64)>,
-        BTreeMap<String, String>,
-        Vec<(String, i64)>,
-        BTreeMap<String, String>,
-        BTreeMap<String, String>,
-    ) = redis::pipe()
+    type Zset = Vec<(String, i64)>;
+    type Hash = BTreeMap<String, String>;
+    let (z, v, d, x, m): (Zset, Hash, Zset, Hash, Hash) = redis::pipe()
         .cmd("ZRANGE")
         .arg(keys.scores(&b))
         .arg(0)
