@@ -11,7 +11,6 @@ use axum::http::StatusCode;
 use common::{TestEnv, app_with, get};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::definition::{Order, Sort, TieBreak};
-use ledgerboard_core::projection::member;
 use ledgerboard_core::ranking::Cursor;
 use serde_json::Value;
 
@@ -104,10 +103,9 @@ fn sorted(order: Order, mut entries: Vec<Entry>) -> Vec<Entry> {
     entries
 }
 
-/// Writes the board's definition and rows to PostgreSQL, then its projection to Redis in
-/// the spelling of `projection/member.rs` (members with tie keys, `:v` values with them,
-/// `:d` the distinct scores, the seal with `card` and `dcard`): what a rebuild of such a
-/// board writes.
+/// Writes the board's definition and rows to PostgreSQL, then rebuilds its projection in
+/// Redis with the reconciler's rebuild (members spelt with their tie keys, `:d`, the seal with
+/// `card` and `dcard`).
 async fn board(env: &TestEnv, kind: &Kind, entries: &[Entry]) {
     let client = env.db.client().await;
     if let Some(operator) = kind.operator {
@@ -137,44 +135,9 @@ async fn board(env: &TestEnv, kind: &Kind, entries: &[Entry]) {
         .await
         .expect("rows");
 
-    let store = env.store();
-    let keys = store.keys();
-    let b = ledgerboard_core::domain::BoardId::parse(kind.board).expect("board");
-    let mut conn = store.connection().await.expect("redis");
-    let mut zadd = redis::cmd("ZADD");
-    zadd.arg(keys.scores(&b));
-    let mut hset = redis::cmd("HSET");
-    hset.arg(keys.versions(&b));
-    let mut distinct = redis::cmd("ZADD");
-    distinct.arg(keys.distinct(&b));
-    let mut seen = std::collections::BTreeSet::new();
-    for e in entries {
-        zadd.arg(e.score).arg(member::member(&e.user, e.tie));
-        hset.arg(&e.user).arg(member::stored(1, e.tie));
-        if seen.insert(e.score) {
-            distinct.arg(e.score).arg(e.score.to_string());
-        }
-    }
-    let () = redis::pipe()
-        .atomic()
-        .add_command(zadd)
-        .ignore()
-        .add_command(hset)
-        .ignore()
-        .add_command(distinct)
-        .ignore()
-        .cmd("HSET")
-        .arg(keys.meta(&b))
-        .arg("gen")
-        .arg("test")
-        .arg("card")
-        .arg(entries.len())
-        .arg("dcard")
-        .arg(seen.len())
-        .ignore()
-        .query_async(&mut conn)
-        .await
-        .expect("projection");
+    // The projection as the reconciler's rebuild writes it (rebuild_chunk.lua, then the switch
+    // that seals the board with `card` and `dcard`): the path every board takes back to whole.
+    common::seal(env, kind.board).await;
 }
 
 /// The same read from both paths: both 200, the projection whole, and equal answers but for

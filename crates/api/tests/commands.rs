@@ -81,7 +81,7 @@ async fn first_application_duplicate_and_conflicting_reuse() {
     assert_eq!(
         body,
         json!({"event_id": a.to_string(), "board": "weekly", "user_id": "user-a",
-               "score": 10, "version": 1, "duplicate": false})
+               "score": 10, "version": 1, "duplicate": false, "improved": true})
     );
 
     // A second event moves the score on; a replay of the first still answers what it produced.
@@ -97,7 +97,7 @@ async fn first_application_duplicate_and_conflicting_reuse() {
     assert_eq!(
         body,
         json!({"event_id": a.to_string(), "board": "weekly", "user_id": "user-a",
-               "score": 10, "version": 1, "duplicate": true})
+               "score": 10, "version": 1, "duplicate": true, "improved": true})
     );
     assert_eq!(counts(&h.db).await, (2, 2, 1));
     assert_eq!(score_of(&h.db, "weekly", "user-a").await, Some((15, 2)));
@@ -158,9 +158,10 @@ async fn invalid_commands_get_clear_errors_and_write_nothing() {
         ),
         (
             "weekly",
+            // No value: 422 naming the field this board's operator takes.
             json!({"event_id": ok_event, "user_id": "u"}).to_string(),
-            StatusCode::BAD_REQUEST,
-            "malformed_body",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "wrong_value_field",
         ),
         (
             "weekly",

@@ -139,7 +139,7 @@ fn page(rows: &[PgRow], mode: RankMode, limit: Option<u64>) -> Result<Option<Pag
             user_id,
             score: r.try_get("score")?,
             tie: r.try_get("tie")?,
-            metadata: None,
+            metadata: r.try_get("metadata")?,
         });
     }
     Ok(Some(Page::new(mode, total, bases, page_rows, limit)))
@@ -262,7 +262,14 @@ async fn standings(
                 .transpose()?,
         };
         members.push(MemberStanding {
-            entry: ranking::entry(mode, total, bases, user_id, r.try_get("score")?, None),
+            entry: ranking::entry(
+                mode,
+                total,
+                bases,
+                user_id,
+                r.try_get("score")?,
+                r.try_get("metadata")?,
+            ),
             version: r.try_get("version")?,
         });
     }

@@ -5,7 +5,7 @@
 -- entries at or ahead of the cursor) is a count of those entries, index-only.
 -- $1 board, $2 score, $3 tie, $4 user id, $5 limit, $6 count distinct better scores (dense ranks).
 WITH page AS MATERIALIZED (
-    SELECT user_id, score, tie
+    SELECT user_id, score, tie, metadata
     FROM user_scores
     WHERE board_id = $1 AND (score, tie, user_id) < ($2, $3, $4)
     ORDER BY score DESC, tie DESC, user_id DESC
@@ -18,7 +18,7 @@ SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE b
         WHERE o.board_id = $1 AND o.score > head.score) AS better,
        (SELECT count(DISTINCT o.score) FROM user_scores o, head
         WHERE $6 AND o.board_id = $1 AND o.score > head.score) AS dense_better,
-       p.user_id, p.score, p.tie
+       p.user_id, p.score, p.tie, p.metadata::text AS metadata
 FROM (SELECT) AS one
 LEFT JOIN page p ON true
 ORDER BY p.score DESC, p.tie DESC, p.user_id DESC

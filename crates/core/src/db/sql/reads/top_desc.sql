@@ -7,7 +7,7 @@
 -- page columns are NULL), so the total always comes back.
 -- $1 board, $2 offset, $3 limit, $4 count distinct better scores (dense ranks).
 WITH page AS MATERIALIZED (
-    SELECT user_id, score, tie
+    SELECT user_id, score, tie, metadata
     FROM user_scores
     WHERE board_id = $1
     ORDER BY score DESC, tie DESC, user_id DESC
@@ -20,7 +20,7 @@ SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE b
         WHERE o.board_id = $1 AND o.score > head.score) AS better,
        (SELECT count(DISTINCT o.score) FROM user_scores o, head
         WHERE $4 AND o.board_id = $1 AND o.score > head.score) AS dense_better,
-       p.user_id, p.score, p.tie
+       p.user_id, p.score, p.tie, p.metadata::text AS metadata
 FROM (SELECT) AS one
 LEFT JOIN page p ON true
 ORDER BY p.score DESC, p.tie DESC, p.user_id DESC

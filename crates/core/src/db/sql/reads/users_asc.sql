@@ -5,7 +5,7 @@
 -- board, so the total always comes back.
 -- $1 board, $2 user ids, $3 count distinct better scores (dense ranks).
 SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE board_id = $1) AS total,
-       s.user_id, s.score, s.tie, s.version,
+       s.user_id, s.score, s.tie, s.version, s.metadata::text AS metadata,
        (SELECT count(*) FROM user_scores o
         WHERE o.board_id = $1 AND (o.score, o.tie, o.user_id) < (s.score, s.tie, s.user_id)) AS ahead,
        (SELECT count(*) FROM user_scores o
