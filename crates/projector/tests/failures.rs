@@ -138,13 +138,20 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
             .key(keys.scores(&board))
             .key(keys.versions(&board))
             .key(keys.meta(&board))
+            .key(keys.distinct(&board))
+            .key(keys.metadata(&board))
             .key(keys.rebuild_scores(&board))
             .key(keys.rebuild_versions(&board))
             .key(keys.rebuild_meta(&board))
+            .key(keys.rebuild_distinct(&board))
+            .key(keys.rebuild_metadata(&board))
             .arg("alice")
             .arg(score)
             .arg(version)
             .arg(60_000)
+            // No tie key, no metadata.
+            .arg("")
+            .arg("")
             .invoke_async(&mut conn)
             .await;
         let err = reply.expect_err("bad arguments are refused");

@@ -192,18 +192,29 @@ async fn the_force_repair_never_overwrites_a_version_written_after_the_observati
     redis_edit(&env, &["ZADD", "{z}", "500", "u000001"]).await;
     let store = env.store();
     let board = BoardId::parse("b").expect("board");
-    let (z, v) = (store.keys().scores(&board), store.keys().versions(&board));
+    let keys = store.keys();
+    let board_keys = [
+        keys.scores(&board),
+        keys.versions(&board),
+        keys.meta(&board),
+        keys.distinct(&board),
+        keys.metadata(&board),
+    ];
+    let board_keys: Vec<&str> = board_keys.iter().map(String::as_str).collect();
     let source = env.source("b").await["u000001"];
     let mut conn = store.connection().await.expect("redis");
     let force = |observed: &str| {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        evalsha(&mut pipe, &REPAIR, &[z.as_str(), v.as_str()])
+        evalsha(&mut pipe, &REPAIR, &board_keys)
             .arg("u000001")
             .arg(source.0)
             .arg(source.1)
             .arg("force")
-            .arg(observed);
+            .arg(observed)
+            // No tie key (ties by user id), no metadata.
+            .arg("")
+            .arg("");
         pipe
     };
     // Observed 99; Redis holds 100 by the time the repair arrives.
