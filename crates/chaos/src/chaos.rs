@@ -1271,6 +1271,10 @@ struct Recorded {
     improved: bool,
 }
 
+/// One accepted command of a member: its value, and the version and `improved` its event
+/// recorded.
+type Applied = (i64, i64, bool);
+
 /// The contract, checked against PostgreSQL and Redis.
 async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
@@ -1306,7 +1310,7 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
     }
     // Per board and member: each accepted command's value, with the version and `improved`
     // its event recorded.
-    let mut applied: BTreeMap<&str, BTreeMap<&str, Vec<(i64, i64, bool)>>> = BTreeMap::new();
+    let mut applied: BTreeMap<&str, BTreeMap<&str, Vec<Applied>>> = BTreeMap::new();
     for (event, command) in &effective {
         match events.get(event) {
             Some(recorded) if recorded.command == **command => applied
@@ -1366,9 +1370,9 @@ type Members = BTreeMap<String, (i64, i64)>;
 ///   recorded as improving, and those, in version order, have versions 1..n and each beats
 ///   the one before;
 /// - latest: the versions recorded are 1..n, and the score is the value of version n.
-fn expected(kind: BoardKind, mut commands: Vec<(i64, i64, bool)>) -> Result<Option<Tally>, String> {
+fn expected(kind: BoardKind, mut commands: Vec<Applied>) -> Result<Option<Tally>, String> {
     commands.sort_by_key(|c| c.1);
-    let in_order = |commands: &[(i64, i64, bool)]| -> Result<(), String> {
+    let in_order = |commands: &[Applied]| -> Result<(), String> {
         let versions: Vec<i64> = commands.iter().map(|c| c.1).collect();
         if versions.iter().zip(1..).any(|(v, n)| *v != n) {
             return Err(format!(
@@ -1388,8 +1392,7 @@ fn expected(kind: BoardKind, mut commands: Vec<(i64, i64, bool)>) -> Result<Opti
             let Some(best) = kind.expected(commands.iter().map(|c| c.0)) else {
                 return Ok(None);
             };
-            let improving: Vec<(i64, i64, bool)> =
-                commands.iter().copied().filter(|c| c.2).collect();
+            let improving: Vec<Applied> = commands.iter().copied().filter(|c| c.2).collect();
             in_order(&improving)?;
             // Folding only the improving events counts each one exactly when it beats the one
             // before: a version short of their number is one that did not improve.
