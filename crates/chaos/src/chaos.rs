@@ -20,16 +20,57 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::board::{BoardKind, Tally};
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::definition::BoardDefinition;
+use ledgerboard_core::definition::Sort;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::member;
 use ledgerboard_core::projection::read::Seal;
 use ledgerboard_harness::http;
 use ledgerboard_harness::{Daemon, RedisServer};
 use uuid::Uuid;
 
-use crate::stack::{Members, PROJECTOR, RECONCILER, Stack};
+use crate::stack::{PROJECTOR, Placed, RECONCILER, Stack};
 
-const BOARDS: [&str; 3] = ["chaos-a", "chaos-b", "chaos-c"];
+/// One board of the run: its rule, and the definition the run declares for it (`PUT
+/// /v1/boards/{board}` before the load), none for the undeclared add board.
+struct Spec {
+    name: &'static str,
+    kind: BoardKind,
+    sort: Sort,
+    declaration: Option<&'static str>,
+}
+
+/// One board per operator, each checked against its own rule: an undeclared add board (deltas),
+/// a best board that is a time trial (ascending, the earliest to reach a time ranks first) and
+/// a latest board (descending, earliest). The scores submitted are within [`SCORES`], so the
+/// ties the earliest boards order are many.
+const SPECS: [Spec; 3] = [
+    Spec {
+        name: "chaos-a",
+        kind: BoardKind::Add,
+        sort: Sort::Descending,
+        declaration: None,
+    },
+    Spec {
+        name: "chaos-b",
+        kind: BoardKind::Best(Sort::Ascending),
+        sort: Sort::Ascending,
+        declaration: Some(
+            r#"{"display_name":"chaos time trial","operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000}"#,
+        ),
+    },
+    Spec {
+        name: "chaos-c",
+        kind: BoardKind::Latest,
+        sort: Sort::Descending,
+        declaration: Some(
+            r#"{"operator":"latest","sort":"descending","tie_break":"earliest","min_score":0,"max_score":1000}"#,
+        ),
+    },
+];
+const BOARDS: [&str; 3] = [SPECS[0].name, SPECS[1].name, SPECS[2].name];
+/// The scores submitted to best and latest boards are below this (one more, a conflicting
+/// reuse's value, is still within the declared bounds).
+const SCORES: u64 = 200;
 const USERS: u64 = 200;
 const REQUEST_LIMIT: Duration = Duration::from_secs(5);
 /// How long a client keeps retrying a command whose outcome it does not know yet.
@@ -88,7 +129,8 @@ impl Rng {
 struct Command {
     board: &'static str,
     user: String,
-    delta: i64,
+    /// The delta of an add board, the score submitted to a best or latest one.
+    value: i64,
 }
 
 /// What the clients learned, shared between them.
@@ -254,6 +296,7 @@ async fn chaos(
         set.into_iter().collect()
     };
     let api = stack.start_api()?;
+    declare(stack).await?;
     let mut projectors = (0..options.projectors.max(1))
         .map(|_| stack.start(PROJECTOR, &[]))
         .collect::<anyhow::Result<Vec<Daemon>>>()?;
@@ -408,6 +451,10 @@ async fn chaos(
         options.clients,
         options.projectors
     ));
+    md.push_str(
+        "Boards: chaos-a undeclared add (deltas); chaos-b declared best, ascending, earliest \
+         (scores 0 to 199); chaos-c declared latest, descending, earliest (scores 0 to 199).\n\n",
+    );
     md.push_str("| figure | value |\n|---|---|\n");
     for (name, value) in [
         ("requests sent", ledger.sent.to_string()),
@@ -535,9 +582,13 @@ async fn chaos(
          read through the api from PostgreSQL with PostgreSQL's entries, then rebuilt by the \
          requested rebuild and equal. Then one pass: nothing ahead, no more repairs than \
          corruptions injected. Checked after it: every accepted command has exactly one \
-         event with its payload and no other event exists; every score is the sum of its accepted \
-         deltas and every version their count; every board's sorted set and version hash equal \
-         `user_scores`; after the drain no outbox row is parked, and none is pending except at \
+         event with its board, user and value and no other event exists; every member is what its \
+         board's rule makes of its accepted commands (chaos-a, add: the sum of the deltas and \
+         their count; chaos-b, best ascending: the lowest submission, version the number of \
+         events recorded improving, each beating the one before; chaos-c, latest: the \
+         submission of the last recorded version, version the number of commands); ties are 0 \
+         on chaos-a and on the earliest boards unique and of the board's sign; every board's \
+         sorted set and version hash equal `user_scores` (score, version and tie); after the drain no outbox row is parked, and none is pending except at \
          members chaos corrupted, whose rows the projection script refuses until the repair \
          (fail closed). The backlog fault is this run's \
          scale; a backlog of 1,000,000 rows is tested in \
@@ -618,10 +669,14 @@ async fn inject(
             let Some(member) = member else {
                 return Ok(false);
             };
+            // The member is spelt with its tie key on earliest boards; the versions hash and
+            // the checks go by user id.
+            let user = member::user_of(&member)
+                .map_or_else(|| member.clone(), |(user, _)| user.to_owned());
             if fault != Fault::DeleteMember {
                 probes
                     .corrupted
-                    .insert((board.as_str().to_owned(), member.clone()));
+                    .insert((board.as_str().to_owned(), user.clone()));
             }
             let mut pipe = redis::pipe();
             match fault {
@@ -640,7 +695,7 @@ async fn inject(
                     };
                     pipe.cmd("HSET")
                         .arg(keys.versions(&board))
-                        .arg(&member)
+                        .arg(&user)
                         .arg(value);
                 }
                 _ => {
@@ -649,7 +704,7 @@ async fn inject(
                         .arg(&member)
                         .cmd("HDEL")
                         .arg(keys.versions(&board))
-                        .arg(&member);
+                        .arg(&user);
                 }
             }
             let _: () = pipe.query_async(&mut conn).await?;
@@ -796,7 +851,7 @@ async fn before_repair(
     let mut out = BeforeRepair::default();
     for board in BOARDS {
         let id = BoardId::parse(board)?;
-        let source = stack.source(&id).await?;
+        let source = stack.placed_source(&id).await?;
         let (seal, projection) = stack.sealed_projection(&id).await?;
         if seal == Seal::Whole {
             out.whole += 1;
@@ -827,7 +882,7 @@ async fn before_repair(
                 } else if f["source"] == "database" {
                     out.read_from_database += 1;
                 }
-                let want = ranking(&source);
+                let want = ranking(spec(board).sort, &source);
                 let got: Vec<(String, i64)> = read["entries"]
                     .as_array()
                     .map(|entries| {
@@ -880,10 +935,12 @@ async fn before_repair(
 }
 
 /// The members where the projection differs from the source, each with its description.
+/// Scores, versions and ties are compared: on an earliest board a member spelt with another tie
+/// stands elsewhere among equal scores.
 fn projection_differences(
     board: &str,
-    source: &Members,
-    projection: &Members,
+    source: &Placed,
+    projection: &Placed,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (user, want) in source {
@@ -906,16 +963,55 @@ fn projection_differences(
     out
 }
 
-/// The board in rank order (score descending, then user id in descending byte order, as
-/// every read orders it), as (user, score).
-fn ranking(source: &Members) -> Vec<(String, i64)> {
-    let mut entries: Vec<(String, i64)> =
-        source.iter().map(|(u, (s, _))| (u.clone(), *s)).collect();
-    entries.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
-    });
+/// The board in rank order, as (user, score): the tuple (score, tie, user id in byte order),
+/// greatest first on a descending board, smallest first on an ascending one, as every read
+/// orders it (`definition::Order`).
+fn ranking(sort: Sort, source: &Placed) -> Vec<(String, i64)> {
+    let mut entries: Vec<(i64, i64, &[u8], &str)> = source
+        .iter()
+        .map(|(u, (s, _, t))| (*s, *t, u.as_bytes(), u.as_str()))
+        .collect();
+    entries.sort();
+    if sort == Sort::Descending {
+        entries.reverse();
+    }
     entries
+        .into_iter()
+        .map(|(s, _, _, u)| (u.to_owned(), s))
+        .collect()
+}
+
+/// The run's board named `board` (one of [`BOARDS`]).
+fn spec(board: &str) -> &'static Spec {
+    SPECS.iter().find(|s| s.name == board).unwrap_or(&SPECS[0])
+}
+
+/// Declares the run's declared boards through the api (the run's token has the `admin`
+/// scope), before any command: a board's rule cannot change once it has entries.
+async fn declare(stack: &Stack) -> anyhow::Result<()> {
+    for spec in &SPECS {
+        let Some(body) = spec.declaration else {
+            continue;
+        };
+        let headers = [("authorization", stack.bearer.as_str())];
+        let path = format!("/v1/boards/{}", spec.name);
+        let (status, answer) = http::request(
+            stack.api_addr()?,
+            "PUT",
+            &path,
+            &headers,
+            body.to_owned(),
+            REQUEST_LIMIT,
+        )
+        .await
+        .with_context(|| format!("declaring {}", spec.name))?;
+        anyhow::ensure!(
+            status == 200 || status == 201,
+            "declaring {} answered {status}: {answer}",
+            spec.name
+        );
+    }
+    Ok(())
 }
 
 /// The ledger, also after a client panicked while holding it (its data is still whole).
@@ -960,13 +1056,15 @@ async fn client(
                         .push(format!("duplicate of {event} answered {status:?}: {body}"));
                 }
             }
-            // A conflicting reuse: the same event id with another delta must be refused.
+            // A conflicting reuse: the same event id with another value must be refused.
             Some((event, mut command, _)) => {
-                // Deltas are within ±100: one more is another valid delta (never 0).
-                command.delta = if command.delta == -1 {
+                // Deltas are within ±100: one more is another valid delta (never 0); scores
+                // are below SCORES: one more is within the declared bounds.
+                command.value = if spec(command.board).kind == BoardKind::Add && command.value == -1
+                {
                     1
                 } else {
-                    command.delta + 1
+                    command.value + 1
                 };
                 let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
                 let mut l = lock(&ledger);
@@ -982,16 +1080,19 @@ async fn client(
             }
             None => {
                 let event = rng.uuid();
-                let magnitude = 1 + rng.below(100) as i64;
-                let command = Command {
-                    board: BOARDS[rng.below(BOARDS.len() as u64) as usize],
-                    user: format!("user-{:03}", rng.below(USERS)),
-                    delta: if rng.below(2) == 0 {
+                let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
+                let user = format!("user-{:03}", rng.below(USERS));
+                let value = if spec(board).kind == BoardKind::Add {
+                    let magnitude = 1 + rng.below(100) as i64;
+                    if rng.below(2) == 0 {
                         magnitude
                     } else {
                         -magnitude
-                    },
+                    }
+                } else {
+                    rng.below(SCORES) as i64
                 };
+                let command = Command { board, user, value };
                 let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
                 let mut l = lock(&ledger);
                 l.sent += 1 + retries;
@@ -1034,9 +1135,14 @@ async fn send(
     command: &Command,
     deadline: Instant,
 ) -> (Option<u16>, String, u64) {
+    let field = if spec(command.board).kind == BoardKind::Add {
+        "delta"
+    } else {
+        "score"
+    };
     let body = format!(
-        r#"{{"event_id":"{event}","user_id":"{}","delta":{}}}"#,
-        command.user, command.delta
+        r#"{{"event_id":"{event}","user_id":"{}","{field}":{}}}"#,
+        command.user, command.value
     );
     let path = format!("/v1/boards/{}/scores", command.board);
     let mut retries = 0;
@@ -1157,12 +1263,24 @@ async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f6
     Ok(samples.iter().sum())
 }
 
+/// What `score_events` records of one event: the command, and the version and `improved` it
+/// recorded.
+struct Recorded {
+    command: Command,
+    version: i64,
+    improved: bool,
+}
+
+/// One accepted command of a member: its value, and the version and `improved` its event
+/// recorded.
+type Applied = (i64, i64, bool);
+
 /// The contract, checked against PostgreSQL and Redis.
 async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
     let client = stack.db.client().await?;
     let rows = client.query(EVENTS, &[]).await?;
-    let mut events: HashMap<Uuid, Command> = HashMap::new();
+    let mut events: HashMap<Uuid, Recorded> = HashMap::new();
     for r in &rows {
         let board: String = r.try_get(1)?;
         let Some(board) = BOARDS.iter().find(|b| **b == board) else {
@@ -1171,10 +1289,14 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
         };
         events.insert(
             r.try_get(0)?,
-            Command {
-                board,
-                user: r.try_get(2)?,
-                delta: i64::from(r.try_get::<_, i32>(3)?),
+            Recorded {
+                command: Command {
+                    board,
+                    user: r.try_get(2)?,
+                    value: r.try_get(3)?,
+                },
+                version: r.try_get(4)?,
+                improved: r.try_get(5)?,
             },
         );
     }
@@ -1186,11 +1308,20 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
             effective.insert(*event, command);
         }
     }
+    // Per board and member: each accepted command's value, with the version and `improved`
+    // its event recorded.
+    let mut applied: BTreeMap<&str, BTreeMap<&str, Vec<Applied>>> = BTreeMap::new();
     for (event, command) in &effective {
         match events.get(event) {
-            Some(recorded) if recorded == *command => {}
+            Some(recorded) if recorded.command == **command => applied
+                .entry(command.board)
+                .or_default()
+                .entry(command.user.as_str())
+                .or_default()
+                .push((command.value, recorded.version, recorded.improved)),
             Some(recorded) => problems.push(format!(
-                "event {event}: recorded {recorded:?}, accepted {command:?}"
+                "event {event}: recorded {:?}, accepted {command:?}",
+                recorded.command
             )),
             None => problems.push(format!("accepted event {event} has no row in score_events")),
         }
@@ -1200,42 +1331,123 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
             problems.push(format!("event {event} recorded but never accepted"));
         }
     }
-    // Every score and version is what the board's rule makes of its accepted commands (for
-    // an increment board: the sum of the deltas, and their count). The commands are folded in
-    // no particular order, which the increment rule allows (a sum and a count).
-    let mut tallies: BTreeMap<&str, BTreeMap<String, Option<Tally>>> = BTreeMap::new();
-    for command in effective.values() {
-        let kind = BoardKind::of(&BoardDefinition::implicit(BoardId::parse(command.board)?));
-        let tally = tallies
-            .entry(command.board)
-            .or_default()
-            .entry(command.user.clone())
-            .or_default();
-        *tally = Some(kind.fold(*tally, command.delta));
-    }
-    let mut expected: BTreeMap<&str, Members> = tallies
-        .into_iter()
-        .map(|(board, members)| {
-            let members = members
-                .into_iter()
-                .filter_map(|(user, t)| Some((user, (t?.score, t?.version))))
-                .collect();
-            (board, members)
-        })
-        .collect();
     for board in BOARDS {
+        let spec = spec(board);
+        let mut want: Members = BTreeMap::new();
+        for (user, commands) in applied.remove(board).unwrap_or_default() {
+            match expected(spec.kind, commands) {
+                Ok(Some(t)) => {
+                    want.insert(user.to_owned(), (t.score, t.version));
+                }
+                Ok(None) => {}
+                Err(e) => problems.push(format!("{board}/{user}: {e}")),
+            }
+        }
         let id = BoardId::parse(board)?;
-        let source = stack.source(&id).await?;
-        let want = expected.remove(board).unwrap_or_default();
-        diff(&mut problems, board, "PostgreSQL", &want, &source);
-        let projection = stack.projection(&id).await?;
+        let source = stack.placed_source(&id).await?;
+        let scores: Members = source
+            .iter()
+            .map(|(u, (s, v, _))| (u.clone(), (*s, *v)))
+            .collect();
+        diff(&mut problems, board, "PostgreSQL", &want, &scores);
+        problems.extend(tie_problems(board, spec, &source));
+        let (_, projection) = stack.sealed_projection(&id).await?;
         diff(&mut problems, board, "Redis", &source, &projection);
     }
     Ok(problems)
 }
 
+/// A member as the check compares it with PostgreSQL: (score, version).
+type Members = BTreeMap<String, (i64, i64)>;
+
+/// The score and version a member's accepted commands make by the board's rule
+/// ([`BoardKind::expected`]), from each command's value and the version and `improved` its
+/// event recorded; an error naming what is wrong when the recorded events themselves break
+/// the rule. Concurrent commands of one member are applied in an order no client knows, so
+/// the order comes from the recorded versions where the rule needs one:
+/// - add: the sum of the deltas and their count (any order);
+/// - best: the best value by the sort (any order); the version is the number of events
+///   recorded as improving, and those, in version order, have versions 1..n and each beats
+///   the one before;
+/// - latest: the versions recorded are 1..n, and the score is the value of version n.
+fn expected(kind: BoardKind, mut commands: Vec<Applied>) -> Result<Option<Tally>, String> {
+    commands.sort_by_key(|c| c.1);
+    let in_order = |commands: &[Applied]| -> Result<(), String> {
+        let versions: Vec<i64> = commands.iter().map(|c| c.1).collect();
+        if versions.iter().zip(1..).any(|(v, n)| *v != n) {
+            return Err(format!(
+                "recorded versions {versions:?}, not 1..={}",
+                versions.len()
+            ));
+        }
+        Ok(())
+    };
+    match kind {
+        BoardKind::Add => Ok(kind.expected(commands.iter().map(|c| c.0))),
+        BoardKind::Latest => {
+            in_order(&commands)?;
+            Ok(kind.expected(commands.iter().map(|c| c.0)))
+        }
+        BoardKind::Best(_) => {
+            let Some(best) = kind.expected(commands.iter().map(|c| c.0)) else {
+                return Ok(None);
+            };
+            let improving: Vec<Applied> = commands.iter().copied().filter(|c| c.2).collect();
+            in_order(&improving)?;
+            // Folding only the improving events counts each one exactly when it beats the one
+            // before: a version short of their number is one that did not improve.
+            let chain = kind.expected(improving.iter().map(|c| c.0));
+            if chain.map(|t| t.version) != Some(improving.len() as i64)
+                || chain.map(|t| t.score) != Some(best.score)
+            {
+                return Err(format!(
+                    "the events recorded as improving, {:?}, do not each improve to the best {}",
+                    improving.iter().map(|c| c.0).collect::<Vec<_>>(),
+                    best.score
+                ));
+            }
+            Ok(Some(Tally {
+                score: best.score,
+                version: improving.len() as i64,
+            }))
+        }
+    }
+}
+
+/// The ties PostgreSQL holds, as the board's tie break wants them: 0 on an undeclared board
+/// (ties by user id), and on an earliest board nonzero, of the sign of the board's direction
+/// (`Order::tie_sign`: ascending +1, descending -1) and unique.
+fn tie_problems(board: &str, spec: &Spec, source: &Placed) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen: HashMap<i64, &str> = HashMap::new();
+    for (user, (_, _, tie)) in source {
+        let right = match (spec.declaration, spec.sort) {
+            (None, _) => *tie == 0,
+            (Some(_), Sort::Ascending) => *tie > 0,
+            (Some(_), Sort::Descending) => *tie < 0,
+        };
+        if !right {
+            problems.push(format!(
+                "{board}/{user}: PostgreSQL holds tie {tie}, against the board's tie break"
+            ));
+        }
+        if *tie != 0
+            && let Some(other) = seen.insert(*tie, user)
+        {
+            problems.push(format!("{board}: {user} and {other} share tie {tie}"));
+        }
+    }
+    problems
+}
+
 /// Adds one problem per member where `got` differs from `want`.
-fn diff(problems: &mut Vec<String>, board: &str, side: &str, want: &Members, got: &Members) {
+fn diff<V: PartialEq + std::fmt::Debug>(
+    problems: &mut Vec<String>,
+    board: &str,
+    side: &str,
+    want: &BTreeMap<String, V>,
+    got: &BTreeMap<String, V>,
+) {
     for (user, w) in want {
         match got.get(user) {
             Some(g) if g == w => {}

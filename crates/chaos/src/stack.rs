@@ -26,6 +26,10 @@ const BOARD_SCORES: &str = include_str!("sql/board_scores.sql");
 
 /// A member as PostgreSQL or Redis holds it: (score, version).
 pub type Members = BTreeMap<String, (i64, i64)>;
+/// A member with its place among equal scores: (score, version, tie). The tie is 0 on boards
+/// whose ties go by user id (`definition::Order`); in Redis it is the one the versions hash
+/// stores (`member::stored`), which names the member's spelling in the sorted set.
+pub type Placed = BTreeMap<String, (i64, i64, i64)>;
 
 pub struct Stack {
     pub db_name: String,
@@ -214,6 +218,11 @@ impl Stack {
 
     /// The board as PostgreSQL holds it.
     pub async fn source(&self, board: &BoardId) -> anyhow::Result<Members> {
+        Ok(without_ties(self.placed_source(board).await?))
+    }
+
+    /// The board as PostgreSQL holds it, with each member's tie.
+    pub async fn placed_source(&self, board: &BoardId) -> anyhow::Result<Placed> {
         let client = self.db.client().await?;
         let (_, rows) = self
             .db
@@ -222,20 +231,22 @@ impl Stack {
             })
             .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
             .collect()
     }
 
     /// The board as the Redis projection holds it; a member whose score or version is not
     /// an integer shows as `i64::MIN`, so that it never equals the source.
     pub async fn projection(&self, board: &BoardId) -> anyhow::Result<Members> {
-        Ok(self.sealed_projection(board).await?.1)
+        Ok(without_ties(self.sealed_projection(board).await?.1))
     }
 
     /// The board's seal and its projection, read in one MULTI/EXEC so that no rebuild's
     /// switch or projector write falls between them (`projection::inspect::board_members`,
     /// the tests' read too): the seal says whether these very keys are whole.
-    pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Members)> {
+    /// Each member carries the tie its stored value names (`i64::MIN` when that value is not
+    /// one `member::stored` writes).
+    pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Placed)> {
         let (seal, stored) = inspect::board_members(&self.store, board).await?;
         Ok((seal, members(stored)))
     }
@@ -261,23 +272,32 @@ impl Stack {
     }
 }
 
-/// Members as the projection stores them; a score or version that is not an integer, or
-/// missing, shows as `i64::MIN` (both do for a member with no score), so that it never equals
-/// the source.
-fn members(stored: BTreeMap<String, Observed>) -> Members {
+/// Members as the projection stores them; a score, version or tie that is not an integer, or
+/// missing, shows as `i64::MIN` (all three do for a member with no score), so that it never
+/// equals the source.
+fn members(stored: BTreeMap<String, Observed>) -> Placed {
     stored
         .into_iter()
         .map(|(user, seen)| {
             let member = match seen.score {
-                None => (i64::MIN, i64::MIN),
-                Some(score) => (
-                    inspect::exact_score(score).unwrap_or(i64::MIN),
-                    seen.version
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(i64::MIN),
-                ),
+                None => (i64::MIN, i64::MIN, i64::MIN),
+                Some(score) => {
+                    let (version, tie) = seen.stored().unwrap_or((i64::MIN, i64::MIN));
+                    (
+                        inspect::exact_score(score).unwrap_or(i64::MIN),
+                        version,
+                        tie,
+                    )
+                }
             };
             (user, member)
         })
+        .collect()
+}
+
+fn without_ties(placed: Placed) -> Members {
+    placed
+        .into_iter()
+        .map(|(user, (score, version, _))| (user, (score, version)))
         .collect()
 }
