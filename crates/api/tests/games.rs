@@ -61,7 +61,11 @@ async fn both(app: &Router, uri: &str) -> Value {
     let sep = if uri.contains('?') { '&' } else { '?' };
     let (s1, strong) = get(app, &format!("{uri}{sep}consistency=strong")).await;
     let (s2, eventual) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
-    assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK), "{strong} {eventual}");
+    assert_eq!(
+        (s1, s2),
+        (StatusCode::OK, StatusCode::OK),
+        "{strong} {eventual}"
+    );
     assert_eq!(
         eventual["freshness"]["source"], "projection",
         "{uri}: {eventual}"
@@ -118,8 +122,7 @@ async fn a_time_trial_and_a_weekly_board_read_the_same_from_both_sources() {
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
     for (user, delta) in [("alice", 30), ("bob", 120), ("carol", 30)] {
-        let (status, answer) =
-            post(&app, "weekly", json!({"user_id": user, "delta": delta})).await;
+        let (status, answer) = post(&app, "weekly", json!({"user_id": user, "delta": delta})).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
     seal(&env, "trial").await;
@@ -144,8 +147,7 @@ async fn a_time_trial_and_a_weekly_board_read_the_same_from_both_sources() {
         "{slower}"
     );
     for (user, ms) in [("dave", 49_000), ("dave", 47_000), ("erin", 48_000)] {
-        let (status, answer) =
-            post(&app, "trial", json!({"user_id": user, "score": ms})).await;
+        let (status, answer) = post(&app, "trial", json!({"user_id": user, "score": ms})).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
         assert_eq!(answer["improved"], json!(true), "{answer}");
     }
@@ -221,8 +223,13 @@ async fn a_time_trial_and_a_weekly_board_read_the_same_from_both_sources() {
         .into_iter()
         .map(|(u, r, s, _, _)| (u, r, s))
         .collect();
-    let want = [("bob", 1, 120), ("dave", 2, 30), ("carol", 2, 30), ("alice", 2, 30)]
-        .map(|(u, r, s)| (u.to_owned(), r, s));
+    let want = [
+        ("bob", 1, 120),
+        ("dave", 2, 30),
+        ("carol", 2, 30),
+        ("alice", 2, 30),
+    ]
+    .map(|(u, r, s)| (u.to_owned(), r, s));
     assert_eq!(order, want, "{weekly}");
 
     cancel.cancel();

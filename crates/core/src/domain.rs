@@ -34,7 +34,9 @@ pub enum ValidationError {
     #[error("delta must be between {MIN_DELTA} and {MAX_DELTA}")]
     DeltaOutOfRange,
     /// The command carried the other operator's field (or both, or neither).
-    #[error("this is a board whose operator is `{operator}`: a command carries `{field}` (and only it)")]
+    #[error(
+        "this is a board whose operator is `{operator}`: a command carries `{field}` (and only it)"
+    )]
     WrongValueField {
         operator: &'static str,
         field: &'static str,
