@@ -59,8 +59,6 @@ pub enum Op {
     BoardList,
     /// Several members' standings at once (a friends board).
     ReadUsers,
-    /// A board's entry count (`board_entry_counts`).
-    ReadTotal,
 }
 
 impl Label for Op {
@@ -96,7 +94,6 @@ impl Label for Op {
         Op::BoardDefine,
         Op::BoardList,
         Op::ReadUsers,
-        Op::ReadTotal,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -139,7 +136,6 @@ impl Op {
             Op::BoardDefine => "board_define",
             Op::BoardList => "board_list",
             Op::ReadUsers => "read_users",
-            Op::ReadTotal => "read_total",
         }
     }
 }
