@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::settings::Settings;
+use anyhow::Context;
 use ledgerboard_api::{AppState, router, serve};
 use ledgerboard_core::config::Count;
 use ledgerboard_core::db::Database;
@@ -55,6 +56,63 @@ impl Stack {
             stop,
             server,
         })
+    }
+
+    /// Declares `board` with `definition` (the JSON body of `PUT /v1/boards/{board}`) through
+    /// the API, as a game's deploy would.
+    pub async fn declare(&self, board: &str, definition: &str) -> anyhow::Result<()> {
+        let mut conn = crate::load::Connection::open(self.addr).await?;
+        let answer = conn
+            .send(&crate::load::request(
+                "PUT",
+                &format!("/v1/boards/{board}"),
+                Some(ledgerboard_testkit::TEST_TOKEN),
+                Some(definition),
+            ))
+            .await?;
+        anyhow::ensure!(
+            answer.status == 201,
+            "declaring {board}: {}: {}",
+            answer.status,
+            String::from_utf8_lossy(&answer.body)
+        );
+        Ok(())
+    }
+
+    /// Rebuilds `board`'s projection from PostgreSQL with the real `lbctl rebuild`, which
+    /// seals it: a board written to Redis by hand has no seal, and bounded reads of it would
+    /// measure the database fallback.
+    pub fn rebuild(&self, board: &str) -> anyhow::Result<()> {
+        let redis = &self.settings.redis;
+        let env = [
+            ("LEDGERBOARD__DATABASE__URL", self.db.url.clone()),
+            ("LEDGERBOARD__REDIS__URL", redis.url.as_str().to_owned()),
+            ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
+            ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
+        ];
+        crate::reconciler::measure(
+            &crate::reconciler::binary("lbctl")?,
+            &["rebuild", "--board", board],
+            &env,
+            0,
+        )?;
+        Ok(())
+    }
+
+    /// `request` (a read) is answered 200 from the projection, as the figures that follow
+    /// claim: a measurement of the database fallback would be one of something else.
+    pub async fn answered_by_projection(&self, what: &str, request: &[u8]) -> anyhow::Result<()> {
+        let mut conn = crate::load::Connection::open(self.addr).await?;
+        let answer = conn.send(request).await?;
+        let body: serde_json::Value = serde_json::from_slice(&answer.body)
+            .with_context(|| format!("{what}: {}", answer.status))?;
+        anyhow::ensure!(
+            answer.status == 200 && body["freshness"]["source"] == "projection",
+            "{what} is not answered from the projection: {} {}",
+            answer.status,
+            body["freshness"]
+        );
+        Ok(())
     }
 
     pub async fn stop(self) -> anyhow::Result<()> {

@@ -84,16 +84,22 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
 
 /// `POST /v1/boards/commands/scores` with a new event id and a random user.
 pub fn command_request(_client: usize, _i: u64) -> Vec<u8> {
+    command(BOARD, "delta", |random| (random % 100 + 1) as i64)
+}
+
+/// `POST /v1/boards/{board}/scores` with a new event id, a user drawn uniformly from [`USERS`]
+/// and `field` (`delta` or `score`) set to `value` of 64 random bits.
+pub fn command(board: &str, field: &str, value: impl FnOnce(u64) -> i64) -> Vec<u8> {
     let event = uuid::Uuid::new_v4();
-    // The event id's random bits pick the user: no second random source needed.
+    // The event id's random bits pick the user and the value: no second random source needed.
     let user = event.as_u128() % USERS as u128;
-    let delta = (event.as_u128() >> 64) % 100 + 1;
+    let value = value((event.as_u128() >> 64) as u64);
     load::request(
         "POST",
-        &format!("/v1/boards/{BOARD}/scores"),
+        &format!("/v1/boards/{board}/scores"),
         Some(TEST_TOKEN),
         Some(&format!(
-            r#"{{"event_id":"{event}","user_id":"player-{user}","delta":{delta}}}"#
+            r#"{{"event_id":"{event}","user_id":"player-{user}","{field}":{value}}}"#
         )),
     )
 }

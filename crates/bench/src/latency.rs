@@ -14,7 +14,6 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Stack;
-use crate::commands::command_request;
 use crate::load::{self, Connection, percentile};
 use crate::plot;
 use crate::projector::start_replica;
@@ -59,13 +58,28 @@ pub struct LatencyFigures {
 /// A sampled command waiting to be seen: user, version, when its answer arrived.
 type Waiting = Arc<Mutex<Vec<(String, i64, Instant)>>>;
 
+/// What the load goes to: a board, its definition (`None`: undeclared) and the command each
+/// connection sends (`(connection, i)`).
+pub struct Target {
+    pub board: &'static str,
+    pub definition: Option<&'static str>,
+    pub request: fn(usize, u64) -> Vec<u8>,
+}
+
+/// The undeclared `add` board that [`crate::commands`] measured.
+const ADD: Target = Target {
+    board: crate::commands::BOARD,
+    definition: None,
+    request: crate::commands::command_request,
+};
+
 pub async fn run(quick: bool, capacity: f64, out: &Path) -> anyhow::Result<LatencyFigures> {
     let seconds = if quick { 2.0 } else { 15.0 };
     let mut levels = Vec::new();
     for percent in [25, 50, 75] {
         let rate = capacity * f64::from(percent) / 100.0;
         eprintln!("commit-to-visible at {percent}% of capacity ({rate:.0} commands/s)");
-        levels.push(level(percent, rate, seconds).await?);
+        levels.push(level(percent, rate, seconds, &ADD).await?);
     }
     let plot_path = out.join("commit-to-visible.png");
     let series: Vec<_> = levels
@@ -96,16 +110,23 @@ pub async fn run(quick: bool, capacity: f64, out: &Path) -> anyhow::Result<Laten
     })
 }
 
-async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
+/// One level: `rate` commands/s offered to `target` on a fresh stack for `seconds`.
+pub async fn level(
+    percent: u32,
+    rate: f64,
+    seconds: f64,
+    target: &Target,
+) -> anyhow::Result<Level> {
     let stack = Stack::start(CONNECTIONS + 8).await?;
+    if let Some(definition) = target.definition {
+        stack.declare(target.board, definition).await?;
+    }
     let cancel = CancellationToken::new();
     let replicas: Vec<_> = (0..REPLICAS)
         .map(|_| start_replica(&stack.settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
     let store = Store::connect(&stack.settings.redis)?;
-    let versions_key = store
-        .keys()
-        .versions(&BoardId::parse(crate::commands::BOARD)?);
+    let versions_key = store.keys().versions(&BoardId::parse(target.board)?);
 
     let waiting: Waiting = Arc::default();
     // The measured phase starts after the warm-up.
@@ -118,7 +139,8 @@ async fn level(percent: u32, rate: f64, seconds: f64) -> anyhow::Result<Level> {
         started,
         stop_watching.clone(),
     ));
-    let (commands, elapsed) = offer(stack.addr, rate, seconds, waiting.clone()).await?;
+    let (commands, elapsed) =
+        offer(stack.addr, rate, seconds, target.request, waiting.clone()).await?;
     anyhow::ensure!(
         Instant::now() > started,
         "the load ended inside its warm-up"
@@ -169,6 +191,7 @@ async fn offer(
     addr: std::net::SocketAddr,
     rate: f64,
     seconds: f64,
+    command_request: fn(usize, u64) -> Vec<u8>,
     waiting: Waiting,
 ) -> anyhow::Result<(u64, f64)> {
     load::on_load_runtime(async move {
@@ -250,7 +273,11 @@ async fn watch(
             for (user, _, _) in &batch {
                 pipe.cmd("HGET").arg(&key).arg(user);
             }
-            let versions: Vec<Option<i64>> = pipe.query_async(&mut conn).await?;
+            // "<version>" or, on boards with earliest-first ties, "<version>:<tie key>".
+            let stored: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+            let versions = stored
+                .into_iter()
+                .map(|s| s.and_then(|s| s.split(':').next().and_then(|v| v.parse::<i64>().ok())));
             let now = Instant::now();
             let mut done = Vec::new();
             for ((user, version, at), got) in batch.iter().zip(versions) {

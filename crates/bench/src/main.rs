@@ -5,14 +5,17 @@
 mod api;
 mod boards;
 mod commands;
+mod kinds;
 mod latency;
 mod load;
 mod memory;
 mod pgbench;
 mod plot;
 mod projector;
+mod ranks;
 mod reads;
 mod reconciler;
+mod redis_benchmark;
 mod report;
 mod settings;
 
@@ -31,9 +34,26 @@ struct Args {
     /// costs by comparison with a normal run.
     #[arg(long)]
     without_telemetry: bool,
+    /// Only these sections (all when not given); `latency` needs `commands`, whose capacity
+    /// it loads a fraction of.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<Section>,
     /// Where the report goes.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Section {
+    Commands,
+    Latency,
+    Projector,
+    Reconciler,
+    Reads,
+    Memory,
+    Boards,
+    Kinds,
+    Ranks,
 }
 
 #[tokio::main]
@@ -74,13 +94,28 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let machine = report::Machine::read().await?;
-    let commands = commands::run(args.quick, &args.out).await?;
-    let latency = latency::run(args.quick, commands.capacity(), &args.out).await?;
-    let projector = projector::run(args.quick, &args.out).await?;
-    let reconciler = reconciler::run(args.quick).await?;
-    let reads = reads::run(args.quick).await?;
-    let memory = memory::run(args.quick).await?;
-    let boards = boards::run(args.quick).await?;
+    let want = |s: Section| args.only.is_empty() || args.only.contains(&s);
+    anyhow::ensure!(
+        !want(Section::Latency) || want(Section::Commands),
+        "--only latency needs commands too: it loads a fraction of their capacity"
+    );
+    let (quick, out) = (args.quick, &args.out);
+    let commands = if want(Section::Commands) {
+        Some(commands::run(quick, out).await?)
+    } else {
+        None
+    };
+    let latency = match &commands {
+        Some(c) if want(Section::Latency) => Some(latency::run(quick, c.capacity(), out).await?),
+        _ => None,
+    };
+    let projector = section(want(Section::Projector), projector::run(quick, out)).await?;
+    let reconciler = section(want(Section::Reconciler), reconciler::run(quick)).await?;
+    let reads = section(want(Section::Reads), reads::run(quick)).await?;
+    let memory = section(want(Section::Memory), memory::run(quick)).await?;
+    let boards = section(want(Section::Boards), boards::run(quick)).await?;
+    let kinds = section(want(Section::Kinds), kinds::run(quick)).await?;
+    let ranks = section(want(Section::Ranks), ranks::run(quick)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -92,6 +127,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         reads,
         memory,
         boards,
+        kinds,
+        ranks,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;
@@ -102,4 +139,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("{markdown}");
     println!("written to {}", args.out.join("report.md").display());
     Ok(())
+}
+
+/// Runs a section if it is wanted.
+async fn section<T>(
+    wanted: bool,
+    run: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<Option<T>> {
+    Ok(if wanted { Some(run.await?) } else { None })
 }

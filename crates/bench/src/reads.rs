@@ -1,11 +1,11 @@
 //! Top-100 reads per second through the API (in this process, on a real socket, keep-alive
 //! HTTP/1.1 clients of [`crate::load`]) against redis-benchmark running `ZREVRANGE key 0 99 WITHSCORES` on the
-//! same sorted set at the same concurrency.
+//! same sorted set at the same concurrency. The board is sealed by the real rebuild and the
+//! run checks that the API answers from the projection before it measures (before this check,
+//! the board was written with ZADD alone, had no seal, and every read fell back to PostgreSQL).
 
 use std::time::Duration;
 
-use crate::settings::Settings;
-use anyhow::Context;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
 use serde::Serialize;
@@ -36,22 +36,12 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             &[&users],
         )
         .await?;
-    let store = Store::connect(&stack.settings.redis)?;
-    let key = store.keys().scores(&BoardId::parse("top")?);
-    {
-        let rows = client
-            .query("SELECT user_id, score FROM user_scores", &[])
-            .await?;
-        let mut conn = store.connection().await?;
-        for chunk in rows.chunks(1_000) {
-            let mut zadd = redis::cmd("ZADD");
-            zadd.arg(&key);
-            for r in chunk {
-                zadd.arg(r.get::<_, i64>(1)).arg(r.get::<_, String>(0));
-            }
-            let _: () = zadd.query_async(&mut conn).await?;
-        }
-    }
+    stack.rebuild("top")?;
+    let key = Store::connect(&stack.settings.redis)?
+        .keys()
+        .scores(&BoardId::parse("top")?);
+    let top = || load::request("GET", "/v1/boards/top/top?limit=100", None, None);
+    stack.answered_by_projection("top-100", &top()).await?;
 
     let mut figures = Vec::new();
     for clients in [16, 64] {
@@ -61,14 +51,15 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             clients,
             Duration::from_secs_f64(seconds),
             200,
-            |_, _| load::request("GET", "/v1/boards/top/top?limit=100", None, None),
+            move |_, _| top(),
         )
         .await?;
-        let redis_benchmark_per_s = redis_benchmark(
-            &stack.settings,
-            &key,
+        let redis_benchmark_per_s = crate::redis_benchmark::rate(
+            stack.settings.redis.url.as_str(),
             clients,
             (run.requests as usize).max(10_000),
+            None,
+            &["ZREVRANGE", &key, "0", "99", "WITHSCORES"],
         )?;
         figures.push(ReadFigures {
             clients,
@@ -82,34 +73,4 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
     }
     stack.stop().await?;
     Ok(figures)
-}
-
-fn redis_benchmark(
-    settings: &Settings,
-    key: &str,
-    clients: usize,
-    requests: usize,
-) -> anyhow::Result<f64> {
-    let url = url::Url::parse(&settings.redis.url)?;
-    let output = std::process::Command::new("redis-benchmark")
-        .args(["-h", url.host_str().unwrap_or("127.0.0.1")])
-        .args(["-p", &url.port().unwrap_or(6379).to_string()])
-        .args([
-            "-c",
-            &clients.to_string(),
-            "-n",
-            &requests.to_string(),
-            "-q",
-        ])
-        .args(["ZREVRANGE", key, "0", "99", "WITHSCORES"])
-        .output()
-        .context("running redis-benchmark (apt-get install redis-tools)")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    // "ZREVRANGE …: 45045.04 requests per second, p50=…" (the last \r-separated line)
-    text.split(['\r', '\n'])
-        .filter_map(|l| l.split(": ").nth(1))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter_map(|v| v.parse::<f64>().ok())
-        .next_back()
-        .with_context(|| format!("no rate in redis-benchmark output: {text:?}"))
 }

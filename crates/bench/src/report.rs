@@ -4,9 +4,11 @@ use serde::Serialize;
 
 use crate::boards::BoardsFigures;
 use crate::commands::Commands;
+use crate::kinds::KindsFigures;
 use crate::latency::LatencyFigures;
 use crate::memory::MemoryFigures;
 use crate::projector::ProjectorFigures;
+use crate::ranks::RanksFigures;
 use crate::reads::ReadFigures;
 use crate::reconciler::ReconcilerFigures;
 
@@ -87,13 +89,16 @@ pub struct Report {
     /// Whether the daemons' telemetry (metrics and spans) ran, as in production.
     pub telemetry: bool,
     pub machine: Machine,
-    pub commands: Commands,
-    pub latency: LatencyFigures,
-    pub projector: ProjectorFigures,
-    pub reconciler: ReconcilerFigures,
-    pub reads: Vec<ReadFigures>,
-    pub memory: MemoryFigures,
-    pub boards: BoardsFigures,
+    // Each section is `None` when the run left it out (`--only`).
+    pub commands: Option<Commands>,
+    pub latency: Option<LatencyFigures>,
+    pub projector: Option<ProjectorFigures>,
+    pub reconciler: Option<ReconcilerFigures>,
+    pub reads: Option<Vec<ReadFigures>>,
+    pub memory: Option<MemoryFigures>,
+    pub boards: Option<BoardsFigures>,
+    pub kinds: Option<KindsFigures>,
+    pub ranks: Option<RanksFigures>,
 }
 
 /// `| a | b | … |` and a newline.
@@ -109,18 +114,26 @@ impl Report {
             out.push_str("Quick run (CI): small sizes, rough figures.\n\n");
         }
         out.push_str(&self.ratios());
-        out.push_str(&self.latency_table());
+        if let Some(l) = &self.latency {
+            out.push_str(&latency_table(l));
+        }
+        if let Some(k) = &self.kinds {
+            out.push_str(&kinds_table(k));
+        }
+        if let Some(r) = &self.ranks {
+            out.push_str(&ranks_table(r));
+        }
         out.push_str(&self.details());
         out
     }
 
     /// Many boards, on one Redis and on a cluster, beside the one-board drain.
-    fn boards_table(&self) -> String {
-        let b = &self.boards;
+    fn boards_table(&self, b: &BoardsFigures) -> String {
+        // 0 (a ratio of inf) when the projector section did not run.
         let one_board = self
             .projector
-            .drains
             .iter()
+            .flat_map(|p| &p.drains)
             .find(|d| d.replicas == b.replicas)
             .map_or(0.0, |d| d.rows_per_s);
         let mut out = format!(
@@ -152,7 +165,7 @@ impl Report {
             "## Ratios (ours ÷ limit, measured in the same run)\n\n\
              | figure | ours | limit | ratio | target |\n|---|---|---|---|---|\n",
         );
-        for c in &self.commands.levels {
+        for c in self.commands.iter().flat_map(|c| &c.levels) {
             let target = if c.clients >= 16 { "≥ 0.7" } else { "" };
             out.push_str(&row(&[
                 format!("command API, {} client(s)", c.clients),
@@ -168,36 +181,38 @@ impl Report {
                 target.into(),
             ]));
         }
-        let p = &self.projector;
-        for d in &p.drains {
-            out.push_str(&row(&[
-                format!("projector drain, {} replica(s)", d.replicas),
-                format!("{:.0} rows/s", d.rows_per_s),
-                format!(
-                    "{:.0} rows/s (lower of claim-and-mark SQL and projection script)",
-                    p.limit_rows_per_s
-                ),
-                format!("{:.2}", d.rows_per_s / p.limit_rows_per_s),
-                if d.replicas == 4 { "≥ 0.5" } else { "" }.into(),
-            ]));
+        if let Some(p) = &self.projector {
+            for d in &p.drains {
+                out.push_str(&row(&[
+                    format!("projector drain, {} replica(s)", d.replicas),
+                    format!("{:.0} rows/s", d.rows_per_s),
+                    format!(
+                        "{:.0} rows/s (lower of claim-and-mark SQL and projection script)",
+                        p.limit_rows_per_s
+                    ),
+                    format!("{:.2}", d.rows_per_s / p.limit_rows_per_s),
+                    if d.replicas == 4 { "≥ 0.5" } else { "" }.into(),
+                ]));
+            }
         }
-        let r = &self.reconciler;
-        for (what, run, target) in [
-            ("reconcile pass", &r.pass, "≤ 10 s at 1M users"),
-            ("full rebuild", &r.rebuild, "≤ 15 s at 1M users"),
-        ] {
-            out.push_str(&row(&[
-                format!("{what}, {} users", r.users),
-                format!("{:.0} rows/s ({:.1} s)", run.rows_per_s, run.seconds),
-                format!(
-                    "{:.0} rows/s (SELECT + pipelined ZSCORE/HGET)",
-                    r.limit_rows_per_s
-                ),
-                format!("{:.2}", run.rows_per_s / r.limit_rows_per_s),
-                target.into(),
-            ]));
+        if let Some(r) = &self.reconciler {
+            for (what, run, target) in [
+                ("reconcile pass", &r.pass, "≤ 10 s at 1M users"),
+                ("full rebuild", &r.rebuild, "≤ 15 s at 1M users"),
+            ] {
+                out.push_str(&row(&[
+                    format!("{what}, {} users", r.users),
+                    format!("{:.0} rows/s ({:.1} s)", run.rows_per_s, run.seconds),
+                    format!(
+                        "{:.0} rows/s (SELECT + pipelined ZSCORE/HGET)",
+                        r.limit_rows_per_s
+                    ),
+                    format!("{:.2}", run.rows_per_s / r.limit_rows_per_s),
+                    target.into(),
+                ]));
+            }
         }
-        for r in &self.reads {
+        for r in self.reads.iter().flatten() {
             out.push_str(&row(&[
                 format!("top-100 reads through the API, {} clients", r.clients),
                 format!(
@@ -212,7 +227,7 @@ impl Report {
                 "≥ 0.5".into(),
             ]));
         }
-        for b in &self.memory.boards {
+        for b in self.memory.iter().flat_map(|m| &m.boards) {
             out.push_str(&row(&[
                 format!("Redis memory per user, {}-user board", b.users),
                 format!("{:.0} B", b.per_user(b.total())),
@@ -227,93 +242,102 @@ impl Report {
         out.push('\n');
         out
     }
+}
 
-    fn latency_table(&self) -> String {
-        let l = &self.latency;
-        let mut out = format!(
-            "## Commit-to-visible under steady load\n\n\
+fn latency_table(l: &LatencyFigures) -> String {
+    let mut out = format!(
+        "## Commit-to-visible under steady load\n\n\
              Commands through the API at a fraction of the command capacity measured above \
              ({:.0} /s), {} s per level after {} s of unmeasured warm-up, from an empty outbox, {} projector replicas; every {}th \
              command watched (its version read from Redis every millisecond, so ±1 ms). \
              Plot: `{}`.\n\n\
              | load | offered | achieved | sampled | p50 | p95 | p99 | max | target |\n\
              |---|---|---|---|---|---|---|---|---|\n",
-            l.capacity_per_s,
-            l.seconds,
-            l.warmup_seconds,
-            l.replicas,
-            l.sample_every,
-            std::path::Path::new(&l.plot)
-                .file_name()
-                .map_or(l.plot.clone(), |f| f.to_string_lossy().into_owned())
-        );
-        for v in &l.levels {
-            out.push_str(&row(&[
-                format!("{}%", v.percent),
-                format!("{:.0} /s", v.offered_per_s),
-                format!("{:.0} /s", v.achieved_per_s),
-                v.samples.to_string(),
-                format!("{:.1} ms", v.p50_ms),
-                format!("{:.1} ms", v.p95_ms),
-                format!("{:.1} ms", v.p99_ms),
-                format!("{:.1} ms", v.max_ms),
-                if v.percent == 50 { "p99 < 100 ms" } else { "" }.into(),
-            ]));
-        }
-        out.push('\n');
-        out
+        l.capacity_per_s,
+        l.seconds,
+        l.warmup_seconds,
+        l.replicas,
+        l.sample_every,
+        std::path::Path::new(&l.plot)
+            .file_name()
+            .map_or(l.plot.clone(), |f| f.to_string_lossy().into_owned())
+    );
+    for v in &l.levels {
+        out.push_str(&row(&[
+            format!("{}%", v.percent),
+            format!("{:.0} /s", v.offered_per_s),
+            format!("{:.0} /s", v.achieved_per_s),
+            v.samples.to_string(),
+            format!("{:.1} ms", v.p50_ms),
+            format!("{:.1} ms", v.p95_ms),
+            format!("{:.1} ms", v.p99_ms),
+            format!("{:.1} ms", v.max_ms),
+            if v.percent == 50 { "p99 < 100 ms" } else { "" }.into(),
+        ]));
     }
+    out.push('\n');
+    out
+}
 
+impl Report {
     fn details(&self) -> String {
-        let p = &self.projector;
-        let r = &self.reconciler;
         let mut out = String::from("## Details\n\n");
-        let c = &self.commands;
-        out.push_str(&format!(
+        if let Some(c) = &self.commands {
+            out.push_str(&format!(
             "Commands: {} s per client count, a new event id each, users drawn uniformly from {}; \
              a fresh database for each side; pgbench ran the same statement, prepared, with \
              durable commits.\n\n",
             c.seconds, c.users
         ));
-        out.push_str(&format!(
-            "Projector backlog: {} rows, {} users, batch {}.\n\n",
-            p.backlog_rows, p.users, p.batch_size
-        ));
-        out.push_str("| limit | clients | rows/s |\n|---|---|---|\n");
-        for l in &p.claim_and_mark {
-            out.push_str(&row(&[
-                "pgbench claim-and-mark SQL".into(),
-                l.clients.to_string(),
-                format!("{:.0}", l.rows_per_s),
-            ]));
         }
-        for l in &p.script_alone {
-            out.push_str(&row(&[
-                "projection script, pipelined client".into(),
-                l.clients.to_string(),
-                format!("{:.0}", l.rows_per_s),
-            ]));
+        if let Some(p) = &self.projector {
+            out.push_str(&format!(
+                "Projector backlog: {} rows, {} users, batch {}.\n\n",
+                p.backlog_rows, p.users, p.batch_size
+            ));
+            out.push_str("| limit | clients | rows/s |\n|---|---|---|\n");
+            for l in &p.claim_and_mark {
+                out.push_str(&row(&[
+                    "pgbench claim-and-mark SQL".into(),
+                    l.clients.to_string(),
+                    format!("{:.0}", l.rows_per_s),
+                ]));
+            }
+            for l in &p.script_alone {
+                out.push_str(&row(&[
+                    "projection script, pipelined client".into(),
+                    l.clients.to_string(),
+                    format!("{:.0}", l.rows_per_s),
+                ]));
+            }
+            out.push('\n');
         }
-        out.push_str(&format!(
-            "\nPeak memory (VmHWM) of the reconciler: {:.1} MB for {} users, {:.1} MB for {} users; of `lbctl rebuild`: {:.1} MB for {} users.\n\n",
+        if let Some(r) = &self.reconciler {
+            out.push_str(&format!(
+            "Peak memory (VmHWM) of the reconciler: {:.1} MB for {} users, {:.1} MB for {} users; of `lbctl rebuild`: {:.1} MB for {} users.\n\n",
             r.pass.peak_rss_mb, r.users, r.small_board_pass.peak_rss_mb, r.small_board_users, r.rebuild.peak_rss_mb, r.users
         ));
-        out.push_str(&format!(
+        }
+        if let Some(memory) = &self.memory {
+            out.push_str(&format!(
             "Redis memory (`MEMORY USAGE … SAMPLES 0`, user ids of {} bytes, one live event marker per user):\n\n\
              | board | sorted set | version hash | event markers | total | per user |\n|---|---|---|---|---|---|\n",
-            self.memory.user_id_bytes
+            memory.user_id_bytes
         ));
-        for b in &self.memory.boards {
-            out.push_str(&row(&[
-                format!("{} users", b.users),
-                format!("{} B", b.sorted_set_bytes),
-                format!("{} B", b.version_hash_bytes),
-                format!("{} B", b.markers_bytes),
-                format!("{} B", b.total()),
-                format!("{:.0} B", b.per_user(b.total())),
-            ]));
+            for b in &memory.boards {
+                out.push_str(&row(&[
+                    format!("{} users", b.users),
+                    format!("{} B", b.sorted_set_bytes),
+                    format!("{} B", b.version_hash_bytes),
+                    format!("{} B", b.markers_bytes),
+                    format!("{} B", b.total()),
+                    format!("{:.0} B", b.per_user(b.total())),
+                ]));
+            }
         }
-        out.push_str(&self.boards_table());
+        if let Some(b) = &self.boards {
+            out.push_str(&self.boards_table(b));
+        }
         let m = &self.machine;
         out.push_str(&format!(
             "\nMachine: {} cores, {}; {}; {}.\n\nPostgreSQL settings: {}.\n\nRedis settings: {}.\n",
@@ -326,4 +350,93 @@ impl Report {
         });
         out
     }
+}
+
+/// Each board kind's commands and commit-to-visible beside the `add` board's.
+fn kinds_table(k: &KindsFigures) -> String {
+    let Some(add) = k.kinds.first() else {
+        return String::new();
+    };
+    let spread = |values: &[f64], digits: usize| {
+        values
+            .iter()
+            .map(|v| format!("{v:.digits$}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "## Board kinds\n\n\
+         Commands through the API on a fresh database, {} round(s) of {} s per kind and client \
+         count, the kinds in a balanced order (forward, then backward); the `best` boards are \
+         sent only improving scores, so every command writes as an `add` does. Then \
+         commit-to-visible, every kind offered the same {:.0} commands/s (half the `add` \
+         board's best), {} round(s) of {} s each, in the same order. Each ratio is the kind's \
+         figure ÷ the `add` board's in this run (target: within 10%); the rounds' own figures \
+         show the spread.\n\n\
+         | board | clients | commands (rounds) | ÷ add | commit-to-visible p50 / p99 (rounds' p99) | p99 ÷ add |\n\
+         |---|---|---|---|---|---|\n",
+        k.rounds, k.seconds, k.visible_rate_per_s, k.rounds, k.visible_seconds
+    );
+    for kind in &k.kinds {
+        for (i, c) in kind.commands.iter().enumerate() {
+            let base = add.commands.get(i).map_or(f64::NAN, |a| a.per_s);
+            let visible = if i == 0 {
+                [
+                    format!(
+                        "{:.1} / {:.1} ms ({} ms), {:.0} /s achieved",
+                        kind.visible.p50_ms,
+                        kind.visible.p99_ms,
+                        spread(&kind.visible_rounds_p99_ms, 1),
+                        kind.visible.achieved_per_s
+                    ),
+                    format!("{:.2}", kind.visible.p99_ms / add.visible.p99_ms),
+                ]
+            } else {
+                [String::new(), String::new()]
+            };
+            out.push_str(&row(&[
+                kind.kind.clone(),
+                c.clients.to_string(),
+                format!(
+                    "{:.0} /s ({}; p50 {:.2} ms, p99 {:.2} ms)",
+                    c.per_s,
+                    spread(&c.rounds_per_s, 0),
+                    c.p50_ms,
+                    c.p99_ms
+                ),
+                format!("{:.2}", c.per_s / base),
+                visible[0].clone(),
+                visible[1].clone(),
+            ]));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The uncoalesced reads beside redis-benchmark running the same Redis work.
+fn ranks_table(r: &RanksFigures) -> String {
+    let mut out = format!(
+        "## Reads players ask for\n\n\
+         An undeclared board of {} users, {} distinct scores, sealed by `lbctl rebuild`; every \
+         read answered by the projection (checked), {} s per read and client count; random \
+         users and offsets, so no two requests share a Redis read. The limit is redis-benchmark \
+         running the same Redis work as one `EVAL` per request.\n\n\
+         | read | clients | ours | limit (redis-benchmark) | ratio |\n|---|---|---|---|---|\n",
+        r.users, r.distinct_scores, r.seconds
+    );
+    for x in &r.reads {
+        out.push_str(&row(&[
+            x.read.clone(),
+            x.clients.to_string(),
+            format!(
+                "{:.0} /s (p50 {:.2} ms, p99 {:.2} ms)",
+                x.per_s, x.p50_ms, x.p99_ms
+            ),
+            format!("{:.0} /s ({})", x.redis_benchmark_per_s, x.reference),
+            format!("{:.2}", x.per_s / x.redis_benchmark_per_s),
+        ]));
+    }
+    out.push('\n');
+    out
 }

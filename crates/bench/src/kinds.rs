@@ -1,0 +1,218 @@
+//! The board kinds side by side: command throughput through the API and commit-to-visible
+//! latency on an undeclared `add` board (today's default), a `best` board, an ascending `best`
+//! board with earliest-first ties (a time trial) and a `latest` board, each on a fresh
+//! database and namespace, in the same run, each as a ratio to the `add` board's figures.
+//!
+//! The `best` boards are sent only improving scores (a counter shared by every connection,
+//! rising on the descending board, falling on the ascending one), so each command writes its
+//! score and an outbox row as an `add` does: a `best` submission that does not improve writes
+//! neither, and would flatter the comparison.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::api::Stack;
+use crate::commands::command;
+use crate::latency::{self, Target};
+use crate::load::{self, percentile};
+
+/// The submissions the `best` boards get: each one higher than the last.
+static NEXT: AtomicI64 = AtomicI64::new(1);
+/// The ascending board's scores count down from here (inside its bounds).
+const SLOWEST: i64 = 1_000_000_000_000;
+
+fn rising() -> i64 {
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+const KINDS: [(&str, Target); 4] = [
+    (
+        "add, descending, ties by user id (undeclared)",
+        Target {
+            board: "kind-add",
+            definition: None,
+            request: |_, _| command("kind-add", "delta", |r| (r % 100 + 1) as i64),
+        },
+    ),
+    (
+        "best, descending, ties by user id",
+        Target {
+            board: "kind-best",
+            definition: Some(r#"{"operator":"best","min_score":0,"max_score":1000000000000}"#),
+            request: |_, _| command("kind-best", "score", |_| rising()),
+        },
+    ),
+    (
+        "best, ascending, earliest first (time trial)",
+        Target {
+            board: "kind-trial",
+            definition: Some(
+                r#"{"operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000000000000}"#,
+            ),
+            request: |_, _| command("kind-trial", "score", |_| SLOWEST - rising()),
+        },
+    ),
+    (
+        "latest, descending, earliest first",
+        Target {
+            board: "kind-latest",
+            definition: Some(
+                r#"{"operator":"latest","tie_break":"earliest","min_score":0,"max_score":1000000}"#,
+            ),
+            request: |_, _| command("kind-latest", "score", |r| (r % 1_000_000) as i64),
+        },
+    ),
+];
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    pub clients: usize,
+    /// Over every round.
+    pub per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Each round's rate on its own: the spread within the run.
+    pub rounds_per_s: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KindFigures {
+    pub kind: String,
+    pub board: String,
+    pub commands: Vec<Throughput>,
+    /// Commit-to-visible at [`LOAD_PERCENT`] of the `add` board's capacity, the samples of
+    /// every round together.
+    pub visible: latency::Level,
+    /// Each round's p99 on its own.
+    pub visible_rounds_p99_ms: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KindsFigures {
+    /// Per round.
+    pub seconds: f64,
+    pub visible_seconds: f64,
+    pub rounds: usize,
+    /// The rate every kind was offered for commit-to-visible (half the add board's best).
+    pub visible_rate_per_s: f64,
+    pub kinds: Vec<KindFigures>,
+}
+
+const LOAD_PERCENT: u32 = 50;
+
+pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
+    let (seconds, visible_seconds, rounds) = if quick { (1.0, 2.0, 1) } else { (4.0, 8.0, 2) };
+    let clients_levels: &[usize] = if quick { &[16] } else { &[16, 64] };
+    // Rounds in a balanced order, the kinds forward and then backward: whatever drifts over
+    // the run (WAL and checkpoints, the page cache, other load) falls alike on every kind. In
+    // one forward pass, the add board measured again at the end came out up to 11% below
+    // itself, as much as the 10% the kinds are compared against.
+    let order: Vec<usize> = (0..rounds)
+        .flat_map(|r| {
+            let forward = 0..KINDS.len();
+            if r % 2 == 0 {
+                forward.collect::<Vec<_>>()
+            } else {
+                forward.rev().collect()
+            }
+        })
+        .collect();
+
+    let mut commands: Vec<Vec<Throughput>> = KINDS.iter().map(|_| Vec::new()).collect();
+    for &clients in clients_levels {
+        let mut runs: Vec<Vec<load::Closed>> = KINDS.iter().map(|_| Vec::new()).collect();
+        for &k in &order {
+            let (kind, target) = &KINDS[k];
+            eprintln!("commands on a {kind} board, {clients} clients");
+            let stack = Stack::start(clients + 4).await?;
+            if let Some(definition) = target.definition {
+                stack.declare(target.board, definition).await?;
+            }
+            runs[k].push(
+                load::closed_loop(
+                    stack.addr,
+                    clients,
+                    Duration::from_secs_f64(seconds),
+                    201,
+                    target.request,
+                )
+                .await?,
+            );
+            stack.stop().await?;
+        }
+        for (k, runs) in runs.into_iter().enumerate() {
+            commands[k].push(throughput(clients, runs));
+        }
+    }
+    // Every kind is offered the same rate: half of what the add board reached.
+    let rate =
+        commands[0].iter().map(|t| t.per_s).fold(0.0, f64::max) * f64::from(LOAD_PERCENT) / 100.0;
+    anyhow::ensure!(rate > 0.0, "the add board took no commands");
+
+    let mut visible: Vec<Vec<latency::Level>> = KINDS.iter().map(|_| Vec::new()).collect();
+    for &k in &order {
+        let (kind, target) = &KINDS[k];
+        eprintln!("commit-to-visible on a {kind} board at {rate:.0} commands/s");
+        visible[k].push(latency::level(LOAD_PERCENT, rate, visible_seconds, target).await?);
+    }
+    let kinds = KINDS
+        .iter()
+        .zip(commands)
+        .zip(visible)
+        .map(|(((kind, target), commands), levels)| KindFigures {
+            kind: (*kind).to_owned(),
+            board: target.board.to_owned(),
+            commands,
+            visible_rounds_p99_ms: levels.iter().map(|l| l.p99_ms).collect(),
+            visible: merge(levels),
+        })
+        .collect();
+    Ok(KindsFigures {
+        seconds,
+        visible_seconds,
+        rounds,
+        visible_rate_per_s: rate,
+        kinds,
+    })
+}
+
+/// One figure of several rounds' closed-loop runs.
+fn throughput(clients: usize, runs: Vec<load::Closed>) -> Throughput {
+    let rounds_per_s = runs.iter().map(load::Closed::per_s).collect();
+    let (requests, seconds) = runs
+        .iter()
+        .fold((0, 0.0), |(r, s), run| (r + run.requests, s + run.seconds));
+    let mut latencies: Vec<f64> = runs.into_iter().flat_map(|r| r.latencies_ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    Throughput {
+        clients,
+        per_s: requests as f64 / seconds,
+        p50_ms: percentile(&latencies, 0.5),
+        p99_ms: percentile(&latencies, 0.99),
+        rounds_per_s,
+    }
+}
+
+/// One level of several rounds' levels: their samples together.
+fn merge(levels: Vec<latency::Level>) -> latency::Level {
+    let n = levels.len().max(1) as f64;
+    let mut lags: Vec<f64> = levels
+        .iter()
+        .flat_map(|l| l.series.iter().map(|p| p.1))
+        .collect();
+    lags.sort_by(f64::total_cmp);
+    latency::Level {
+        percent: LOAD_PERCENT,
+        offered_per_s: levels.iter().map(|l| l.offered_per_s).sum::<f64>() / n,
+        achieved_per_s: levels.iter().map(|l| l.achieved_per_s).sum::<f64>() / n,
+        commands: levels.iter().map(|l| l.commands).sum(),
+        samples: lags.len(),
+        p50_ms: percentile(&lags, 0.50),
+        p95_ms: percentile(&lags, 0.95),
+        p99_ms: percentile(&lags, 0.99),
+        max_ms: percentile(&lags, 1.0),
+        series: Vec::new(),
+    }
+}

@@ -1,0 +1,231 @@
+//! The reads players ask for, none of which coalesce: a random user's neighbourhood
+//! (`around`), a friends list of 100 random users (`users?ids=`), and pages at random offsets
+//! in each rank mode, through the API against redis-benchmark running the same Redis work
+//! (one script per request, as ours is) on the same board, at the same concurrency.
+//!
+//! The board is an undeclared one (members are the user ids, so redis-benchmark's random
+//! member names can address them), of [`USERS`] users with about ten per score, sealed by the
+//! real rebuild (`lbctl rebuild`), so every read is answered by the projection; the run checks
+//! that it is before it measures.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::Store;
+use serde::Serialize;
+
+use crate::api::Stack;
+use crate::load;
+
+const BOARD: &str = "ranks";
+/// Users (100,000; 10,000 in a quick run), set once at the start; with redis-benchmark's
+/// `-r`, `p-__rand_int__` names one of them. A static, as the request builders are plain
+/// functions.
+static USERS: AtomicU64 = AtomicU64::new(100_000);
+/// Distinct scores: about `users / SCORES` users share each one.
+const SCORES: i64 = 10_007;
+/// `around`'s default radius, and the page size.
+const RADIUS: u64 = 5;
+const PAGE: u64 = 100;
+const FRIENDS: u64 = 100;
+
+#[derive(Debug, Serialize)]
+pub struct RankRead {
+    pub read: String,
+    /// What redis-benchmark ran, in words.
+    pub reference: String,
+    pub clients: usize,
+    pub per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub redis_benchmark_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RanksFigures {
+    pub users: u64,
+    pub distinct_scores: i64,
+    pub seconds: f64,
+    pub reads: Vec<RankRead>,
+}
+
+/// 64 random bits.
+fn random() -> u64 {
+    (uuid::Uuid::new_v4().as_u128() >> 64) as u64
+}
+
+fn users() -> u64 {
+    USERS.load(Ordering::Relaxed)
+}
+
+fn user(n: u64) -> String {
+    format!("p-{n:012}")
+}
+
+fn get(path: &str) -> Vec<u8> {
+    load::request("GET", path, None, None)
+}
+
+fn around(_: usize, _: u64) -> Vec<u8> {
+    get(&format!(
+        "/v1/boards/{BOARD}/users/{}/around?radius={RADIUS}",
+        user(random() % users())
+    ))
+}
+
+/// 100 distinct users: a random start and a stride prime to [`USERS`] (a power of ten).
+fn friends(_: usize, _: u64) -> Vec<u8> {
+    let start = random() % users();
+    let ids: Vec<String> = (0..FRIENDS)
+        .map(|k| user((start + k * 997) % users()))
+        .collect();
+    get(&format!("/v1/boards/{BOARD}/users?ids={}", ids.join(",")))
+}
+
+fn page(mode: &str) -> Vec<u8> {
+    get(&format!(
+        "/v1/boards/{BOARD}/top?limit={PAGE}&offset={}&rank_mode={mode}",
+        random() % (users() - PAGE)
+    ))
+}
+
+/// The Redis work of each read, as one script (with [`RADIUS`] and [`PAGE`] written out): `around`: the user's position, then the page
+/// around it; `ids`: each user's score and position; a page: the range, and for competition
+/// (dense) ranks the count of entries (distinct scores) better than its first row's.
+const AROUND_LUA: &str = "local r = redis.call('ZREVRANK', KEYS[1], ARGV[1]) \
+    return redis.call('ZRANGE', KEYS[1], math.max(0, r - 5), r + 5, 'REV', 'WITHSCORES')";
+const IDS_LUA: &str = "local out = {} for i = 1, #ARGV do \
+    out[i] = {redis.call('ZSCORE', KEYS[1], ARGV[i]), redis.call('ZREVRANK', KEYS[1], ARGV[i])} \
+    end return out";
+const PAGE_LUA: &str = "local o = tonumber(ARGV[1]) \
+    local p = redis.call('ZRANGE', KEYS[1], o, o + 99, 'REV', 'WITHSCORES') \
+    if KEYS[2] then return {p, redis.call('ZCOUNT', KEYS[2], '(' .. p[2], '+inf')} end \
+    return p";
+
+struct Read {
+    name: &'static str,
+    reference: &'static str,
+    request: fn(usize, u64) -> Vec<u8>,
+    /// redis-benchmark's command (given the sorted set and the distinct scores' keys), and
+    /// whether its random numbers name users (`-r` users) or page offsets (users − page).
+    command: fn(&str, &str) -> Vec<String>,
+    offsets: bool,
+}
+
+fn eval(script: &str, keys: &[&str], args: &[String]) -> Vec<String> {
+    let mut words = vec!["EVAL".to_owned(), script.to_owned(), keys.len().to_string()];
+    words.extend(keys.iter().map(|k| (*k).to_owned()));
+    words.extend(args.iter().cloned());
+    words
+}
+
+const READS: [Read; 5] = [
+    Read {
+        name: "around a random user (radius 5)",
+        reference: "ZREVRANK, ZRANGE REV WITHSCORES of 11",
+        request: around,
+        command: |z, _| eval(AROUND_LUA, &[z], &["p-__rand_int__".to_owned()]),
+        offsets: false,
+    },
+    Read {
+        name: "users?ids= 100 random users",
+        reference: "ZSCORE and ZREVRANK of each of 100 random members",
+        request: friends,
+        command: |z, _| eval(IDS_LUA, &[z], &vec!["p-__rand_int__".to_owned(); 100]),
+        offsets: false,
+    },
+    Read {
+        name: "top 100 at a random offset, ordinal ranks",
+        reference: "ZRANGE REV WITHSCORES of 100 at a random offset",
+        request: |_, _| page("ordinal"),
+        command: |z, _| eval(PAGE_LUA, &[z], &["__rand_int__".to_owned()]),
+        offsets: true,
+    },
+    Read {
+        name: "top 100 at a random offset, competition ranks",
+        reference: "the same, and ZCOUNT of better scores",
+        request: |_, _| page("competition"),
+        command: |z, _| eval(PAGE_LUA, &[z, z], &["__rand_int__".to_owned()]),
+        offsets: true,
+    },
+    Read {
+        name: "top 100 at a random offset, dense ranks",
+        reference: "the same, and ZCOUNT of better distinct scores",
+        request: |_, _| page("dense"),
+        command: |z, d| eval(PAGE_LUA, &[z, d], &["__rand_int__".to_owned()]),
+        offsets: true,
+    },
+];
+
+pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
+    let seconds = if quick { 1.0 } else { 5.0 };
+    USERS.store(if quick { 10_000 } else { 100_000 }, Ordering::Relaxed);
+    let stack = Stack::start(64).await?;
+    seed(&stack).await?;
+    let store = Store::connect(&stack.settings.redis)?;
+    let board = BoardId::parse(BOARD)?;
+    let (z, d) = (store.keys().scores(&board), store.keys().distinct(&board));
+
+    let mut reads = Vec::new();
+    for read in &READS {
+        // A measurement of the database fallback would be a measurement of something else.
+        stack
+            .answered_by_projection(read.name, &(read.request)(0, 0))
+            .await?;
+        for clients in [16, 64] {
+            eprintln!("{} with {clients} clients", read.name);
+            let run = load::closed_loop(
+                stack.addr,
+                clients,
+                Duration::from_secs_f64(seconds),
+                200,
+                read.request,
+            )
+            .await?;
+            let command = (read.command)(&z, &d);
+            let words: Vec<&str> = command.iter().map(String::as_str).collect();
+            let redis_benchmark_per_s = crate::redis_benchmark::rate(
+                stack.settings.redis.url.as_str(),
+                clients,
+                (run.requests as usize).max(1_000),
+                Some(if read.offsets {
+                    users() - PAGE
+                } else {
+                    users()
+                }),
+                &words,
+            )?;
+            reads.push(RankRead {
+                read: read.name.to_owned(),
+                reference: read.reference.to_owned(),
+                clients,
+                per_s: run.per_s(),
+                p50_ms: run.percentile(0.5),
+                p99_ms: run.percentile(0.99),
+                redis_benchmark_per_s,
+            });
+        }
+    }
+    stack.stop().await?;
+    Ok(RanksFigures {
+        users: users(),
+        distinct_scores: SCORES,
+        seconds,
+        reads,
+    })
+}
+
+/// The board in PostgreSQL, then its projection by the real rebuild.
+async fn seed(stack: &Stack) -> anyhow::Result<()> {
+    let client = stack.db.client().await;
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT $1, 'p-' || lpad(g::text, 12, '0'), (g * 7919) % $3, 1
+             FROM generate_series(0, $2::bigint - 1) g",
+            &[&BOARD, &(users() as i64), &SCORES],
+        )
+        .await?;
+    stack.rebuild(BOARD)
+}
