@@ -262,6 +262,74 @@ async fn a_member_added_or_lost_by_hand_breaks_the_seal() {
 }
 
 #[tokio::test]
+async fn a_metadata_hash_lost_alone_breaks_the_seal_before_any_repair() {
+    // Checked before any repair runs: the read that would show entries without their metadata
+    // is the one that must see it.
+    let env = TestEnv::new(|s| s.api.freshness_cache_ms = Millis::of(0)).await;
+    let client = env.db.client().await;
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version, metadata)
+             SELECT 'meta', 'u' || g, g, 1,
+                    CASE WHEN g % 2 = 0 THEN jsonb_build_object('car', g) END
+             FROM generate_series(1, 20) g",
+            &[],
+        )
+        .await
+        .expect("seed");
+    seal(&env, "meta").await;
+    let app = app_with(&env.settings);
+    let store = env.store();
+    let board = BoardId::parse("meta").expect("board");
+    let mut conn = store.connection().await.expect("redis");
+    let xcard: Option<String> = redis::cmd("HGET")
+        .arg(store.keys().meta(&board))
+        .arg("xcard")
+        .query_async(&mut conn)
+        .await
+        .expect("hget");
+    assert_eq!(
+        xcard.as_deref(),
+        Some("10"),
+        "the rebuild counts the metadata"
+    );
+    let (_, page) = get(&app, "/v1/boards/meta/top?limit=3").await;
+    assert_eq!(freshness(&page), (Some("projection"), None, Some("whole")));
+    assert_eq!(page["entries"][0]["metadata"]["car"], 20, "{page}");
+
+    // One member's metadata evicted or deleted by hand: every read kind sees it.
+    let _: i64 = redis::cmd("HDEL")
+        .arg(store.keys().metadata(&board))
+        .arg("u20")
+        .query_async(&mut conn)
+        .await
+        .expect("hdel");
+    let broken = (Some("database"), Some("projection_broken"), Some("broken"));
+    for uri in [
+        "/v1/boards/meta/top?limit=3",
+        "/v1/boards/meta/users/u20/around?radius=1",
+        "/v1/boards/meta/users?ids=u20,u18",
+    ] {
+        let (status, page) = get(&app, uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {page}");
+        assert_eq!(freshness(&page), broken, "{uri}: {page}");
+    }
+    let (_, member) = get(&app, "/v1/boards/meta/users/u20").await;
+    assert_eq!(freshness(&member), broken, "{member}");
+    assert_eq!(member["metadata"]["car"], 20, "from PostgreSQL: {member}");
+    assert!(requested(&store, "meta").await, "a rebuild is asked for");
+
+    // The whole hash gone: the same; a rebuild counts it afresh.
+    redis_del(&store, &[store.keys().metadata(&board)]).await;
+    let (_, page) = get(&app, "/v1/boards/meta/top?limit=3").await;
+    assert_eq!(freshness(&page), broken, "{page}");
+    seal(&env, "meta").await;
+    let (_, page) = get(&app, "/v1/boards/meta/top?limit=3").await;
+    assert_eq!(freshness(&page), (Some("projection"), None, Some("whole")));
+    assert_eq!(page["entries"][0]["metadata"]["car"], 20, "{page}");
+}
+
+#[tokio::test]
 async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
     let mut server = RedisServer::start();
     let env = TestEnv::with_redis_url(Some(server.url()), |s| {

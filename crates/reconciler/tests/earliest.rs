@@ -110,13 +110,15 @@ async fn rebuild_b(env: &TestEnv) -> rebuild::RebuildReport {
 }
 
 /// What board b's keys must hold for these rows `(user, score, tie, version, metadata)`:
-/// members spelt with their tie, the distinct scores, the metadata, and a seal whose card and
-/// dcard count them.
+/// members spelt with their tie, the distinct scores, the metadata, and a seal whose card,
+/// dcard and xcard count them.
 fn expected(rows: &[(&str, i64, i64, i64, Option<&str>)], raw_seal: &Raw) -> Raw {
     let mut m = raw_seal.m.clone();
     m.insert("card".into(), rows.len().to_string());
     let d: BTreeMap<String, i64> = rows.iter().map(|r| (r.1.to_string(), r.1)).collect();
     m.insert("dcard".into(), d.len().to_string());
+    let with_metadata = rows.iter().filter(|r| r.4.is_some()).count();
+    m.insert("xcard".into(), with_metadata.to_string());
     Raw {
         z: rows
             .iter()
@@ -159,15 +161,15 @@ async fn members_carry_their_tie_and_the_distinct_scores_follow_every_write() {
 
     // alice reaches a new score: her old spelling goes, :d gains 30, dcard follows.
     write(&env, "alice", 30, -4, 2, Some(r#"{"lap": 1}"#)).await;
-    // carol falls to 10: 20 leaves :d.
-    write(&env, "carol", 10, -5, 2, None).await;
+    // carol falls to 10: 20 leaves :d; she gains metadata (xcard follows: one more in all).
+    write(&env, "carol", 10, -5, 2, Some(r#"{"lap": 2}"#)).await;
     // bob's metadata goes (absolute state: the row holds none now).
     write(&env, "bob", 10, -2, 2, None).await;
     drain(&env).await;
     rows = vec![
         ("alice", 30, -4, 2, Some(r#"{"lap": 1}"#)),
         ("bob", 10, -2, 2, None),
-        ("carol", 10, -5, 2, None),
+        ("carol", 10, -5, 2, Some(r#"{"lap": 2}"#)),
     ];
     let now = raw(&env).await;
     assert_eq!(now, expected(&rows, &now));

@@ -198,11 +198,13 @@ pub async fn remove_orphans(
     Ok(send_pipeline(&mut conn, &REMOVE_ORPHAN, &pipe).await?)
 }
 
-/// The reply of [`board_members`]'s MULTI/EXEC: the seal's `card`, ZCARD, HLEN, the sorted
-/// set with scores and the version hash.
+/// The reply of [`board_members`]'s MULTI/EXEC, flat as Redis gives it: the seal's five counts
+/// (`read::SealCounts`), the sorted set with scores and the version hash.
 type MembersReply = (
     Option<String>,
     u64,
+    u64,
+    Option<String>,
     u64,
     Vec<(String, f64)>,
     BTreeMap<String, String>,
@@ -223,7 +225,7 @@ pub async fn board_members(
     let mut conn = store.connection().await?;
     let mut pipe = redis::pipe();
     with_seal(&mut pipe, keys, board);
-    let (card, zcard, hlen, scores, mut versions): MembersReply = pipe
+    let (card, zcard, hlen, xcard, xlen, scores, mut versions): MembersReply = pipe
         .cmd("ZRANGE")
         .arg(keys.scores(board))
         .arg(0)
@@ -264,7 +266,7 @@ pub async fn board_members(
             },
         );
     }
-    Ok((seal(card, zcard, hlen), members))
+    Ok((seal((card, zcard, hlen, xcard, xlen)), members))
 }
 
 /// A score read from Redis as the integer PostgreSQL holds, exactly: `None` for a score with a

@@ -8,8 +8,9 @@
 //! Every read also reads the board's seal (`keys.rs`) in the same script, so an answer comes
 //! with whether the projection it came from is whole: an empty Redis, or a board whose keys
 //! were deleted, evicted or edited, is seen by the very read that would have shown it, at no
-//! extra round trip. Dense ranks also need `:d` whole: the seal's `dcard` present and equal to
-//! `ZCARD :d` (a seal written before `:d` existed has none).
+//! extra round trip. The metadata hash `:x` is counted too (`xcard`, `HLEN :x`), so an `:x`
+//! lost or evicted alone is seen. Dense ranks also need `:d` whole: the seal's `dcard` present
+//! and equal to `ZCARD :d` (a seal written before `:d` existed has none).
 
 use super::keys::KeyLayout;
 use super::member;
@@ -38,8 +39,8 @@ pub struct Sealed<T> {
     pub seal: Seal,
 }
 
-/// Adds the seal's three reads to a MULTI/EXEC pipeline, first, so that the answer's reads
-/// follow them in the reply; [`seal`] judges their three replies.
+/// Adds the seal's reads to a MULTI/EXEC pipeline, first, so that the answer's reads follow
+/// them in the reply; [`seal`] judges their five replies ([`SealCounts`]).
 pub fn with_seal(pipe: &mut redis::Pipeline, keys: &KeyLayout, board: &BoardId) {
     pipe.atomic()
         .cmd("HGET")
@@ -48,14 +49,32 @@ pub fn with_seal(pipe: &mut redis::Pipeline, keys: &KeyLayout, board: &BoardId) 
         .cmd("ZCARD")
         .arg(keys.scores(board))
         .cmd("HLEN")
-        .arg(keys.versions(board));
+        .arg(keys.versions(board))
+        .cmd("HGET")
+        .arg(keys.meta(board))
+        .arg("xcard")
+        .cmd("HLEN")
+        .arg(keys.metadata(board));
 }
 
-/// The seal from the replies of [`with_seal`]'s reads: `HGET :m card`, `ZCARD :z`, `HLEN :v`.
-pub fn seal(card: Option<String>, zcard: u64, hlen: u64) -> Seal {
+/// The replies of [`with_seal`]'s reads: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
+/// `HGET :m xcard`, `HLEN :x`.
+pub type SealCounts = (Option<String>, u64, u64, Option<String>, u64);
+
+/// The seal from [`SealCounts`]: whole when `card` equals both `ZCARD :z` and `HLEN :v` and,
+/// where the seal counts the members with metadata (`xcard`), `HLEN :x` matches it too, as
+/// every answer carries metadata. A seal written before `xcard` existed has none, and the
+/// metadata is then taken as it is until a rebuild counts it.
+pub fn seal((card, zcard, hlen, xcard, xlen): SealCounts) -> Seal {
     match card.map(|c| c.parse::<u64>()) {
         None => Seal::Missing,
-        Some(Ok(card)) if card == zcard && card == hlen => Seal::Whole,
+        Some(Ok(card))
+            if card == zcard
+                && card == hlen
+                && xcard.is_none_or(|x| x.parse::<u64>().ok() == Some(xlen)) =>
+        {
+            Seal::Whole
+        }
         Some(_) => Seal::Broken,
     }
 }
@@ -66,19 +85,27 @@ pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadMode
     let mut conn = store.connection().await?;
     let mut pipe = redis::pipe();
     with_seal(&mut pipe, store.keys(), board);
-    let (card, zcard, hlen): (Option<String>, u64, u64) = pipe.query_async(&mut conn).await?;
-    Ok(seal(card, zcard, hlen))
+    let counts: SealCounts = pipe.query_async(&mut conn).await?;
+    Ok(seal(counts))
 }
 
 /// The seal's replies as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
-/// `HGET :m dcard`, `ZCARD :d`.
-type SealReply = (Option<String>, u64, u64, Option<String>, u64);
+/// `HGET :m dcard`, `ZCARD :d`, `HGET :m xcard`, `HLEN :x`.
+type SealReply = (
+    Option<String>,
+    u64,
+    u64,
+    Option<String>,
+    u64,
+    Option<String>,
+    u64,
+);
 
 /// The seal for a read in `mode`: as [`seal`], and for dense ranks also `dcard` == `ZCARD :d`
 /// (else the distinct scores cannot be trusted: broken, so the read falls back and asks for a
-/// rebuild, which counts them afresh).
-fn judge((card, zcard, hlen, dcard, dzcard): SealReply, mode: RankMode) -> Seal {
-    let s = seal(card, zcard, hlen);
+/// rebuild, which counts them afresh; a seal written before `:d` existed has no `dcard`).
+fn judge((card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply, mode: RankMode) -> Seal {
+    let s = seal((card, zcard, hlen, xcard, xlen));
     if s == Seal::Whole
         && mode == RankMode::Dense
         && dcard.and_then(|c| c.parse::<u64>().ok()) != Some(dzcard)

@@ -54,3 +54,19 @@ local function move_distinct(scores, distinct, seal, old, new)
     end
   end
 end
+
+-- Sets (`meta` a JSON text) or removes (`meta` '') a user's metadata in `metadata` (:x),
+-- keeping the seal's xcard (the fields :x holds) true where it exists, so a read sees an :x
+-- that was lost, evicted or emptied; `seal` is the live generation's seal, else nil. A seal
+-- written before xcard existed has none, and is not checked for it until a rebuild.
+local function move_metadata(metadata, seal, user, meta)
+  local delta
+  if meta == '' then
+    delta = -redis.call('HDEL', metadata, user)
+  else
+    delta = redis.call('HSET', metadata, user, meta)
+  end
+  if delta ~= 0 and seal and redis.call('HEXISTS', seal, 'xcard') == 1 then
+    redis.call('HINCRBY', seal, 'xcard', delta)
+  end
+end

@@ -4,7 +4,7 @@
 -- board's keys, keeping its distinct-scores set and metadata hash true.
 --
 -- scores, versions, distinct, metadata: the generation's :z, :v, :d, :x keys; seal: its seal
--- when dcard must follow (the live generation), else nil; user, score, version; key: the tie
+-- when dcard and xcard must follow (the live generation), else nil; user, score, version; key: the tie
 -- key ('' for tie 0); meta: the entry's metadata as JSON text ('' for none); old_key: the tie
 -- key the versions hash held for the user (nil when it held nothing, or nothing readable: the
 -- member is then looked for under the new spelling only).
@@ -33,11 +33,7 @@ local function place_member(scores, versions, distinct, metadata, seal, user, sc
     stored = version .. ':' .. key
   end
   local added_version = redis.call('HSET', versions, user, stored)
-  if meta == '' then
-    redis.call('HDEL', metadata, user)
-  else
-    redis.call('HSET', metadata, user, meta)
-  end
+  move_metadata(metadata, seal, user, meta)
   move_distinct(scores, distinct, seal, old_score or nil, score)
   return added, added_version
 end

@@ -11,7 +11,7 @@
 --       users:  4.. user ids
 --
 -- Reply: { seal, reply } with seal = { HGET :m card, ZCARD :z, HLEN :v, HGET :m dcard,
--- ZCARD :d } (read.rs judges it) and, for a page (offset, after, around):
+-- ZCARD :d, HGET :m xcard, HLEN :x } (read.rs judges it) and, for a page (offset, after, around):
 --   { start (0-based position of the first row), better (entries with a strictly better score
 --     than the first row's), dense_better (distinct such scores; 0 unless asked), found (around:
 --     0 when the user is not on the board), members and scores (flat), metadata (one per row) }
@@ -92,6 +92,8 @@ local seal = {
   redis.call('HLEN', v),
   redis.call('HGET', m, 'dcard') or false,
   redis.call('ZCARD', d),
+  redis.call('HGET', m, 'xcard') or false,
+  redis.call('HLEN', x),
 }
 
 local function metadata(users)

@@ -13,7 +13,8 @@
 --
 -- Answers 'removed', or 'skipped' (changed since observed, or already gone). Fail-closed on
 -- wrong-typed keys, like the other scripts. Sent after prelude.lua and members.lua
--- (scripts.rs): its `#!lua` line, `wrong_type`, `parse_stored`, `move_distinct`.
+-- (scripts.rs): its `#!lua` line, `wrong_type`, `parse_stored`, `move_distinct`,
+-- `move_metadata`.
 
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
   or wrong_type(KEYS[3], 'hash') or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash')
@@ -64,7 +65,7 @@ else
     gone = gone + drop(observed)
   end
   gone = gone + redis.call('HDEL', KEYS[2], user)
-  redis.call('HDEL', KEYS[5], user)
+  move_metadata(KEYS[5], seal, user, '')
 end
 if gone == 0 then
   return 'skipped'
