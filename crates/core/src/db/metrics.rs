@@ -61,6 +61,8 @@ pub enum Op {
     ReadUsers,
     /// A board's entry count (`board_entry_counts`).
     ReadTotal,
+    /// A moderation command's statements (`board/sql/moderation_*.sql`).
+    Moderate,
 }
 
 impl Label for Op {
@@ -97,6 +99,7 @@ impl Label for Op {
         Op::BoardList,
         Op::ReadUsers,
         Op::ReadTotal,
+        Op::Moderate,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -140,6 +143,7 @@ impl Op {
             Op::BoardList => "board_list",
             Op::ReadUsers => "read_users",
             Op::ReadTotal => "read_total",
+            Op::Moderate => "moderate",
         }
     }
 }
