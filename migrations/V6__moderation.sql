@@ -62,11 +62,12 @@ ALTER TABLE leaderboard_outbox ADD COLUMN moderation text
 ALTER TABLE leaderboard_outbox DROP CONSTRAINT leaderboard_outbox_event_id_fkey;
 
 -- The board's order over visible entries only: every read states NOT hidden, which this
--- partial index implies, so its counts stay index-only. It replaces version 5's
--- user_scores_order (same columns).
+-- partial index implies, so its counts stay index-only. It takes over from version 5's
+-- user_scores_order (same columns), which stays for this release: version 5's reads, still
+-- running during a rolling upgrade, state no NOT hidden and need it. The next release drops
+-- it (expand, then contract: docs/operations.md).
 CREATE INDEX user_scores_visible_order ON user_scores (board_id, score DESC, tie DESC, user_id DESC)
     WHERE NOT hidden;
-DROP INDEX user_scores_order;
 
 -- A ban or an unban finds a user's entries on every board.
 CREATE INDEX user_scores_user ON user_scores (user_id);

@@ -174,6 +174,20 @@ static ERASE: Statement<3> = Statement::new(
     [Type::TEXT, Type::TEXT, Type::UUID],
 );
 
+/// Parameters: user.
+static ERASE_PENDING: Statement<1> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_erase_pending.sql"),
+    [Type::TEXT],
+);
+
+/// How many of `user`'s erasure rows still wait for the projector (pending or parked): the
+/// boards whose Redis keys may still name the user. Zero once every one is projected.
+pub async fn erasure_pending(db: &Database, user: &UserId) -> Result<i64, StoreError> {
+    let row = db.query_one(&ERASE_PENDING, [&user.as_str()]).await?;
+    Ok(row.try_get("pending")?)
+}
+
 /// How often [`moderate`] runs its transaction again after losing a race (the same new id
 /// arriving concurrently, a deadlock, the table lock not granted in time).
 const MAX_ATTEMPTS: usize = 4;
