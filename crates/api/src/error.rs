@@ -5,6 +5,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::definitions::{DefineError, DefinitionError};
+use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::domain::ValidationError;
 use serde::Serialize;
@@ -36,6 +37,12 @@ pub enum ApiError {
     ScoreOutOfRange,
     /// The event id was used before with another payload (409).
     EventIdReused(String),
+    /// A moderation command with an invalid field (422): the code names it
+    /// (`invalid_action_id`, `invalid_action`, `board_required`, `board_not_allowed`,
+    /// `invalid_reason`).
+    InvalidModeration(&'static str, String),
+    /// The moderation action id was used before for another command (409).
+    ActionIdReused(String),
     /// Body larger than the configured limit (413).
     PayloadTooLarge,
     NotFound,
@@ -93,6 +100,8 @@ impl ApiError {
                 StoreError::ScoreOutOfRange.to_string(),
             ),
             Self::EventIdReused(m) => (StatusCode::CONFLICT, "event_id_reused", m.clone()),
+            Self::InvalidModeration(code, m) => (StatusCode::UNPROCESSABLE_ENTITY, code, m.clone()),
+            Self::ActionIdReused(m) => (StatusCode::CONFLICT, "action_id_reused", m.clone()),
             Self::PayloadTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
@@ -200,6 +209,18 @@ impl From<DefineError> for ApiError {
             DefineError::AlreadyDeclared(_) | DefineError::Changed(_) => {
                 Self::Internal(e.to_string())
             }
+        }
+    }
+}
+
+impl From<ModerationError> for ApiError {
+    fn from(e: ModerationError) -> Self {
+        match e {
+            ModerationError::InvalidReason => {
+                Self::InvalidModeration("invalid_reason", e.to_string())
+            }
+            ModerationError::IdReused(_) => Self::ActionIdReused(e.to_string()),
+            ModerationError::Store(e) => e.into(),
         }
     }
 }

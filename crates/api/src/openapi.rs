@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{boards, commands, reads};
+use crate::routes::{boards, commands, moderation, reads};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -20,13 +20,15 @@ use crate::routes::{boards, commands, reads};
         reads::around,
         boards::put_board,
         boards::get_board,
-        boards::list_boards
+        boards::list_boards,
+        moderation::post_moderation
     ),
     modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),
         (name = "reads", description = "leaderboard reads with their freshness"),
-        (name = "boards", description = "board definitions: operator, order, bounds")
+        (name = "boards", description = "board definitions: operator, order, bounds"),
+        (name = "moderation", description = "idempotent, audited removals, bans and erasures (admin scope)")
     )
 )]
 pub struct ApiDoc;

@@ -36,9 +36,17 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/boards/{board}/top",
             "/v1/boards/{board}/users",
             "/v1/boards/{board}/users/{user_id}",
-            "/v1/boards/{board}/users/{user_id}/around"
+            "/v1/boards/{board}/users/{user_id}/around",
+            "/v1/moderation"
         ]
     );
+    let moderation = &paths["/v1/moderation"]["post"]["responses"];
+    for code in ["200", "201", "400", "401", "403", "409", "422", "503"] {
+        assert!(
+            moderation.get(code).is_some(),
+            "POST moderation lacks {code}"
+        );
+    }
     let post = &paths["/v1/boards/{board}/scores"]["post"]["responses"];
     for code in ["200", "201", "400", "409", "413", "422", "503"] {
         assert!(post.get(code).is_some(), "POST scores lacks {code}");
@@ -75,6 +83,8 @@ async fn the_document_covers_every_route_and_its_answers() {
     for s in [
         "CommandBody",
         "CommandOutcome",
+        "ModerationBody",
+        "ModerationOutcome",
         "Page",
         "Member",
         "Users",

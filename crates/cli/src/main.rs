@@ -6,11 +6,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::moderation::{self, Action, Command as ModerationCommand};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
 use ledgerboard_core::definition::BoardDefinition;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::domain::{BoardId, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_reconciler::settings::Sections as ReconcilerSections;
 
@@ -55,6 +56,11 @@ enum Command {
     Board {
         #[command(subcommand)]
         command: BoardCommand,
+    },
+    /// Moderate a user on every board: ban, unban, erase (idempotent by --id, audited).
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
     },
     /// Make bearer tokens for `auth.tokens`: only their SHA-256 digest goes into the settings.
     Token {
@@ -101,6 +107,16 @@ enum BoardCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove a user's entry from the board (idempotent by --id, audited): its score goes from
+    /// every read; a later command of the user starts a new entry.
+    RemoveEntry {
+        #[arg(long)]
+        board: String,
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        moderation: ModerationArgs,
+    },
     /// List the declared boards in board id order.
     List {
         /// Boards after this id.
@@ -112,6 +128,55 @@ enum BoardCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Hide the user from every read of every board (ranks close up); their scores are kept
+    /// and their commands still applied, hidden.
+    Ban {
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        moderation: ModerationArgs,
+    },
+    /// Show a banned user's entries again, with the scores they hold.
+    Unban {
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        moderation: ModerationArgs,
+    },
+    /// Right to erasure: remove the user's entries, ban and metadata, give their events a
+    /// random pseudonym, and have the projector remove every trace from Redis; reports what
+    /// was removed.
+    Erase {
+        #[arg(long)]
+        user: String,
+        /// How long to wait for the projector to remove the user from Redis (0: do not wait).
+        #[arg(long, default_value_t = 30)]
+        wait_secs: u64,
+        #[command(flatten)]
+        moderation: ModerationArgs,
+    },
+}
+
+/// What every moderation command takes besides its target.
+#[derive(clap::Args)]
+struct ModerationArgs {
+    /// Why (kept in the audit row): 1 to 512 characters.
+    #[arg(long)]
+    reason: String,
+    /// The command's id (a UUID): the same id again is a repeat, answered without writing.
+    /// A new one is made and printed when left out; give it back to retry safely.
+    #[arg(long)]
+    id: Option<uuid::Uuid>,
+    /// Who acts, for the audit row (default: lbctl:$USER).
+    #[arg(long)]
+    actor: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The fields of a definition besides the operator.
@@ -223,6 +288,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Status { json } => status(&settings, json).await,
         Command::Parked { command } => parked(&settings, command).await,
         Command::Board { command } => board(&settings, command).await,
+        Command::User { command } => user(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {
             rebuild(args.daemon.config.as_deref(), &board, wait_secs).await
         }
@@ -381,6 +447,17 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
             };
             print_definition(def, json, what)?;
         }
+        BoardCommand::RemoveEntry {
+            board,
+            user,
+            moderation,
+        } => {
+            let action = Action::Remove {
+                board: parse(&board)?,
+                user: UserId::parse(&user).context("--user")?,
+            };
+            moderate(&db, action, moderation, 0).await?;
+        }
         BoardCommand::List { after, limit, json } => {
             let after = after
                 .as_deref()
@@ -400,6 +477,140 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
 }
 
 /// `list --json`: an array; the other commands: one object. Text: one line per definition.
+async fn user(settings: &Settings, command: UserCommand) -> anyhow::Result<()> {
+    let db = Database::connect(&settings.database, "lbctl")?;
+    db::check_schema(&db).await?.ensure_compatible()?;
+    let (action, args, wait_secs) = match command {
+        UserCommand::Ban { user, moderation } => (
+            Action::Ban {
+                user: UserId::parse(&user).context("--user")?,
+            },
+            moderation,
+            0,
+        ),
+        UserCommand::Unban { user, moderation } => (
+            Action::Unban {
+                user: UserId::parse(&user).context("--user")?,
+            },
+            moderation,
+            0,
+        ),
+        UserCommand::Erase {
+            user,
+            wait_secs,
+            moderation,
+        } => (
+            Action::Erase {
+                user: UserId::parse(&user).context("--user")?,
+            },
+            moderation,
+            wait_secs,
+        ),
+    };
+    moderate(&db, action, args, wait_secs).await
+}
+
+/// Runs one moderation command and prints what it did; for an erasure, waits up to
+/// `wait_secs` for the projector to take the user out of Redis and says whether it did.
+async fn moderate(
+    db: &Database,
+    action: Action,
+    args: ModerationArgs,
+    wait_secs: u64,
+) -> anyhow::Result<()> {
+    let erased = match &action {
+        Action::Erase { user } => Some(user.clone()),
+        _ => None,
+    };
+    let cmd = ModerationCommand {
+        action_id: args.id.unwrap_or_else(uuid::Uuid::new_v4),
+        action,
+        reason: args.reason,
+        actor: args.actor.unwrap_or_else(|| {
+            format!(
+                "lbctl:{}",
+                std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+            )
+        }),
+    };
+    let done = moderation::moderate(db, &cmd)
+        .await
+        .with_context(|| format!("{} (action id {})", cmd.action.name(), cmd.action_id))?;
+    // The erasure's rows name the user until they are projected.
+    let mut redis_pending = None;
+    if let Some(user) = &erased {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_secs);
+        loop {
+            let pending = moderation::erasure_pending(db, user).await?;
+            if pending == 0 || std::time::Instant::now() >= deadline {
+                redis_pending = Some(pending);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+    if args.json {
+        let mut value = serde_json::json!({
+            "action_id": done.action_id.to_string(),
+            "action": done.action,
+            "duplicate": done.duplicate,
+            "at": done.at,
+            "actor": done.actor,
+            "result": done.result,
+        });
+        if let Some(pending) = redis_pending {
+            value["redis_pending_boards"] = pending.into();
+        }
+        println!("{value}");
+        return Ok(());
+    }
+    let r = &done.result;
+    let again = if done.duplicate {
+        " (a repeat of this id: nothing written now)"
+    } else {
+        ""
+    };
+    println!(
+        "{} {}: action id {}, at {} by {}{again}",
+        done.action,
+        cmd.action.user(),
+        done.action_id,
+        done.at,
+        done.actor
+    );
+    let boards = r["boards"]
+        .as_array()
+        .map(|b| {
+            b.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    println!("entries: {} (boards: {boards})", r["entries"]);
+    if erased.is_some() {
+        println!(
+            "postgresql: {} entries, {} removal tombstones and {} ban removed; {} events, {} outbox rows and {} earlier audit rows pseudonymised (metadata removed)",
+            r["entries"],
+            r["removed_entries"],
+            if r["ban"] == true { "the" } else { "no" },
+            r["events"],
+            r["outbox_rows"],
+            r["audit_rows"]
+        );
+        match redis_pending {
+            Some(0) => println!(
+                "redis: every trace removed (member, version, metadata, tombstone) on the boards above"
+            ),
+            Some(n) => println!(
+                "redis: {n} boards still wait for the projector (pending or parked outbox rows); run again with the same --id to check"
+            ),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
 fn print_definitions(defs: &[BoardDefinition], json: bool, what: &str) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(defs)?);

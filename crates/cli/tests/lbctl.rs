@@ -338,3 +338,145 @@ async fn board_create_update_show_and_list() {
     );
     assert_eq!(out.lines().count(), 1, "{out}");
 }
+
+#[tokio::test]
+async fn user_ban_unban_erase_and_board_remove_entry() {
+    let db = TestDb::create().await;
+    let (ok, _, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    let client = db.client().await;
+    // Entries and their events as score commands write them (their outbox rows left out).
+    client
+        .batch_execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version, metadata) VALUES
+               ('b', 'cheat', 90, 1, '{\"car\": \"red\"}'), ('b', 'fair', 50, 1, NULL),
+               ('w', 'cheat', 7, 1, NULL);
+             INSERT INTO score_events (event_id, board_id, user_id, submitted, operator, score, version, metadata) VALUES
+               ('11111111-1111-4111-8111-111111111111', 'b', 'cheat', 90, 'add', 90, 1, '{\"car\": \"red\"}'),
+               ('22222222-2222-4222-8222-222222222222', 'b', 'fair', 50, 'add', 50, 1, NULL),
+               ('33333333-3333-4333-8333-333333333333', 'w', 'cheat', 7, 'add', 7, 1, NULL);",
+        )
+        .await
+        .expect("plant entries");
+    let visible = async || -> Vec<(String, String)> {
+        db.client()
+            .await
+            .query(
+                "SELECT board_id, user_id FROM user_scores WHERE NOT hidden ORDER BY 1, 2",
+                &[],
+            )
+            .await
+            .expect("entries")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let id = "44444444-4444-4444-8444-444444444444";
+    let ban = [
+        "user", "ban", "--user", "cheat", "--reason", "aimbot", "--id", id, "--actor", "ops",
+    ];
+    let (ok, out, err) = lbctl(&db, &ban);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("ban cheat: action id 44444444-4444-4444-8444-444444444444")
+            && out.contains("by ops")
+            && out.contains("entries: 2 (boards: b, w)"),
+        "{out}"
+    );
+    assert_eq!(visible().await, [("b".into(), "fair".into())]);
+    let (ok, out, err) = lbctl(&db, &ban);
+    assert!(ok, "{err}");
+    assert!(out.contains("a repeat of this id"), "{out}");
+    let mut other = ban;
+    other[5] = "wallhack";
+    let (ok, _, err) = lbctl(&db, &other);
+    assert!(!ok, "a reused id with another reason must fail");
+    assert!(err.contains("already used"), "{err}");
+
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "user", "unban", "--user", "cheat", "--reason", "appeal", "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let unban: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(unban["result"]["entries"], 2, "{unban}");
+    assert!(
+        unban["actor"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("lbctl:")),
+        "{unban}"
+    );
+    assert_eq!(visible().await.len(), 3);
+
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "remove-entry",
+            "--board",
+            "w",
+            "--user",
+            "cheat",
+            "--reason",
+            "smurf",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("entries: 1 (boards: w)"), "{out}");
+    assert_eq!(
+        visible().await,
+        [("b".into(), "cheat".into()), ("b".into(), "fair".into())]
+    );
+
+    // Erase: what went from PostgreSQL, and Redis still to do (no projector runs here).
+    let erase_id = "55555555-5555-4555-8555-555555555555";
+    let erase = [
+        "user",
+        "erase",
+        "--user",
+        "cheat",
+        "--reason",
+        "GDPR request 7",
+        "--id",
+        erase_id,
+        "--wait-secs",
+        "1",
+    ];
+    let (ok, out, err) = lbctl(&db, &erase);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("postgresql: 1 entries, 1 removal tombstones and no ban removed; 2 events, 5 outbox rows and 3 earlier audit rows pseudonymised"),
+        "{out}"
+    );
+    assert!(
+        out.contains("redis: 2 boards still wait for the projector"),
+        "{out}"
+    );
+    assert_eq!(visible().await, [("b".into(), "fair".into())]);
+    let named: i64 = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM score_events WHERE user_id = 'cheat' OR metadata IS NOT NULL)
+                  + (SELECT count(*) FROM moderation_actions WHERE user_id = 'cheat')
+                  + (SELECT count(*) FROM removed_entries WHERE user_id = 'cheat')",
+            &[],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(named, 0, "no event, audit row or tombstone names the user");
+    // As the projector would: the erasure's rows published (their user id goes with it).
+    client
+        .execute(
+            "UPDATE leaderboard_outbox SET published_at = now(), user_id = 'erased'
+             WHERE moderation = 'erase'",
+            &[],
+        )
+        .await
+        .expect("publish");
+    let (ok, out, err) = lbctl(&db, &erase);
+    assert!(ok, "{err}");
+    assert!(out.contains("a repeat of this id"), "{out}");
+    assert!(out.contains("redis: every trace removed"), "{out}");
+}

@@ -302,6 +302,43 @@ pub struct ProjectionEntry {
     pub tie: i64,
     /// The member's metadata after the command, as JSON text (None: it has none).
     pub metadata: Option<String>,
+    /// What the row asks of the projection (moderation, V6).
+    pub change: EntryChange,
+}
+
+/// What an outbox row asks of the projection (`leaderboard_outbox.moderation`, V6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryChange {
+    /// Place the member at the row's absolute state (a score, an unban).
+    #[default]
+    Place,
+    /// Take the member out and keep a tombstone at the row's version (a removal, a ban, a
+    /// banned user's score).
+    Hide,
+    /// Take out every trace of the user, tombstone included (an erasure).
+    Erase,
+}
+
+impl EntryChange {
+    /// The outbox column's value (None for a placement).
+    pub fn parse(column: Option<&str>) -> Option<EntryChange> {
+        match column {
+            None => Some(EntryChange::Place),
+            Some("hide") => Some(EntryChange::Hide),
+            Some("erase") => Some(EntryChange::Erase),
+            Some(_) => None,
+        }
+    }
+
+    /// The projection script's argument (`lua/project.lua`, ARGV[7]).
+    pub fn as_arg(self) -> &'static str {
+        match self {
+            EntryChange::Place => "",
+            EntryChange::Hide => "hide",
+            EntryChange::Erase => "erase",
+        }
+    }
 }
 
 #[cfg(test)]

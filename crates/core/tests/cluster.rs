@@ -33,6 +33,7 @@ fn entries(version: i64) -> Vec<ProjectionEntry> {
                 version,
                 tie: 0,
                 metadata: None,
+                change: Default::default(),
             })
         })
         .collect()

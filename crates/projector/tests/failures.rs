@@ -145,11 +145,13 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
             .key(keys.rebuild_meta(&board))
             .key(keys.rebuild_distinct(&board))
             .key(keys.rebuild_metadata(&board))
+            .key(keys.tombstones(&board))
             .arg("alice")
             .arg(score)
             .arg(version)
             .arg(60_000)
-            // No tie key, no metadata.
+            // No tie key, no metadata, no moderation.
+            .arg("")
             .arg("")
             .arg("")
             .invoke_async(&mut conn)

@@ -27,6 +27,7 @@ fn entry(id: i64, board: &str, user: &str, score: i64, version: i64) -> Projecti
         version,
         tie: 0,
         metadata: None,
+        change: Default::default(),
     }
 }
 

@@ -76,7 +76,7 @@ impl<D> TestEnv<D> {
         let client = self.db.client().await;
         client
             .query(
-                "SELECT user_id, score, version FROM user_scores WHERE board_id = $1",
+                "SELECT user_id, score, version FROM user_scores WHERE board_id = $1 AND NOT hidden",
                 &[&board],
             )
             .await

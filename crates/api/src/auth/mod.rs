@@ -123,6 +123,28 @@ impl Identity {
 }
 
 impl Identity {
+    /// A moderation command (removal, ban, unban, erasure) needs a token with the `admin`
+    /// scope.
+    pub fn require_moderator(&self) -> Result<(), ApiError> {
+        match self {
+            Identity::Anonymous => Err(ApiError::Unauthenticated(
+                "moderation commands need a bearer token",
+            )),
+            Identity::Token(t) if t.may_administer() => Ok(()),
+            Identity::Token(_) => Err(ApiError::Forbidden(
+                "moderation commands need the admin scope",
+            )),
+        }
+    }
+
+    /// The token's name (the actor of an audit row); empty for an anonymous caller.
+    pub fn name(&self) -> &str {
+        match self {
+            Identity::Anonymous => "",
+            Identity::Token(t) => &t.name,
+        }
+    }
+
     /// Declaring or changing a board's definition needs a token with the `admin` scope.
     pub fn require_admin(&self) -> Result<(), ApiError> {
         match self {

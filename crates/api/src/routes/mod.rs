@@ -3,6 +3,7 @@
 
 pub mod boards;
 pub mod commands;
+pub mod moderation;
 pub mod reads;
 
 use axum::extract::rejection::PathRejection;

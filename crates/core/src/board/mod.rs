@@ -14,6 +14,7 @@
 mod apply;
 pub mod definitions;
 pub mod increment;
+pub mod moderation;
 
 pub use apply::apply_score_command;
 

@@ -59,6 +59,8 @@ pub enum Op {
     BoardList,
     /// Several members' standings at once (a friends board).
     ReadUsers,
+    /// A moderation command's statements (`board/sql/moderation_*.sql`).
+    Moderate,
 }
 
 impl Label for Op {
@@ -94,6 +96,7 @@ impl Label for Op {
         Op::BoardDefine,
         Op::BoardList,
         Op::ReadUsers,
+        Op::Moderate,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -136,6 +139,7 @@ impl Op {
             Op::BoardDefine => "board_define",
             Op::BoardList => "board_list",
             Op::ReadUsers => "read_users",
+            Op::Moderate => "moderate",
         }
     }
 }

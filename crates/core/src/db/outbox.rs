@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement, StatementClient, Statements};
-use crate::domain::{BoardId, EventId, ProjectionEntry, UserId};
+use crate::domain::{BoardId, EntryChange, EventId, ProjectionEntry, UserId};
 
 /// One claimed row. `entry` is an error when the row's ids do not validate (they become Redis
 /// keys, so such a row is failed and parked rather than projected).
@@ -39,8 +39,13 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
     let version: i64 = row.try_get("score_version")?;
     let tie: i64 = row.try_get("tie")?;
     let metadata: Option<String> = row.try_get("metadata")?;
-    let entry = match (BoardId::parse(&board), UserId::parse(&user)) {
-        (Ok(board), Ok(user_id)) => Ok(ProjectionEntry {
+    let moderation: Option<String> = row.try_get("moderation")?;
+    let change = EntryChange::parse(moderation.as_deref());
+    let entry = match (BoardId::parse(&board), UserId::parse(&user), change) {
+        (_, _, None) => Err(format!(
+            "row cannot be projected: unknown moderation {moderation:?}"
+        )),
+        (Ok(board), Ok(user_id), Some(change)) => Ok(ProjectionEntry {
             outbox_id: id,
             event_id: EventId::from(event_id),
             board,
@@ -49,8 +54,9 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
             version,
             tie,
             metadata,
+            change,
         }),
-        (Err(e), _) | (_, Err(e)) => Err(format!("row cannot be projected: {e}")),
+        (Err(e), _, _) | (_, Err(e), _) => Err(format!("row cannot be projected: {e}")),
     };
     Ok(Claimed {
         id,

@@ -72,6 +72,7 @@ pub async fn apply_batch(
             keys.rebuild_meta(b),
             keys.rebuild_distinct(b),
             keys.rebuild_metadata(b),
+            keys.tombstones(b),
         ];
         let row_keys: Vec<&str> = row_keys.iter().map(String::as_str).collect();
         evalsha(&mut pipe, &PROJECT, &row_keys)
@@ -80,7 +81,8 @@ pub async fn apply_batch(
             .arg(e.version)
             .arg(&ttl_ms)
             .arg(member::tie_key(e.tie))
-            .arg(e.metadata.as_deref().unwrap_or(""));
+            .arg(e.metadata.as_deref().unwrap_or(""))
+            .arg(e.change.as_arg());
     }
     // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
     let replies = send_pipeline(&mut conn, &PROJECT, &pipe)

@@ -27,6 +27,8 @@ pub struct Build {
     distinct: String,
     metadata: String,
     meta: String,
+    /// The board's tombstones (live, shared by every generation).
+    tombstones: String,
     ttl_ms: u64,
     generation: String,
 }
@@ -84,6 +86,7 @@ impl Build {
             distinct,
             metadata,
             meta,
+            tombstones: keys.tombstones(board),
             ttl_ms,
             generation,
         })
@@ -108,6 +111,7 @@ impl Build {
             .key(&self.meta)
             .key(&self.distinct)
             .key(&self.metadata)
+            .key(&self.tombstones)
             .arg(self.ttl_ms);
         for row in rows {
             call.arg(&row.user_id)

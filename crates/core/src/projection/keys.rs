@@ -10,6 +10,8 @@
 //!                                                  dense ranks; the seal's `dcard` counts them
 //! <namespace>:lb:{<board>}:x          hash         user_id → the entry's metadata (JSON text),
 //!                                                  for entries that have some
+//! <namespace>:lb:{<board>}:t          hash         user_id → the version that hid the member
+//!                                                  (moderation's tombstone; not per generation)
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
 //! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
 //!                                                  the projection was given), dcard (distinct
@@ -94,6 +96,12 @@ impl KeyLayout {
     }
     pub fn retired_metadata(&self, board: &BoardId) -> String {
         format!("{}:x:retired", self.board_prefix(board))
+    }
+
+    /// The board's tombstones: user id → the version that hid the member (a removal, a ban, a
+    /// banned user's score; `lua/project.lua`). Not part of a generation: a rebuild leaves it.
+    pub fn tombstones(&self, board: &BoardId) -> String {
+        format!("{}:t", self.board_prefix(board))
     }
 
     /// The marker of an event already applied to the board.

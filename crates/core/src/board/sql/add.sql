@@ -16,6 +16,11 @@
 -- It does not NOTIFY: wakeup.rs wakes the projectors after the commit (see outbox_wakeup.sql).
 -- Repeat: `prior` returns the recorded event and nothing is written. Another revision: one
 -- row saying so ('stale_definition'), nothing written; the caller reloads the definition.
+-- Moderation (V6, board/moderation.rs): a new entry of a banned user is written hidden and its
+-- outbox row asks the projection to hide it ('hide': a tombstone at its version); an entry
+-- hidden or not keeps its flag on update (a ban or an unban changes it, under a table lock). A
+-- new entry continues the version of a removed one (removed_entries), so it outranks the
+-- removal's tombstone in Redis. best.sql and latest.sql do the same.
 -- Concurrent arrivals of one new event id: the later one's insert into score_events raises
 -- unique_violation on score_events_pkey, which aborts its whole statement; the caller retries.
 WITH prior AS (
@@ -34,8 +39,11 @@ go AS (
     WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
 ),
 upserted AS (
-    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata)
-    SELECT $2, $3, $4, 1, tie, $10::jsonb FROM go
+    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
+    SELECT $2, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
+                                     WHERE r.board_id = $2 AND r.user_id = $3), 0),
+           tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
+    FROM go
     WHERE $4 BETWEEN $8 AND $9
     ON CONFLICT (board_id, user_id) DO UPDATE
         SET score = s.score + EXCLUDED.score,
@@ -44,7 +52,7 @@ upserted AS (
             metadata = coalesce(EXCLUDED.metadata, s.metadata),
             updated_at = now()
         WHERE s.score + EXCLUDED.score BETWEEN $8 AND $9
-    RETURNING score, version, tie, metadata
+    RETURNING score, version, tie, metadata, hidden
 ),
 event AS (
     INSERT INTO score_events
@@ -59,8 +67,10 @@ event AS (
 ),
 outbox AS (
     INSERT INTO leaderboard_outbox
-        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata)
-    SELECT $1, $2, $3, score, version, $5, tie, metadata FROM upserted
+        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata,
+         moderation)
+    SELECT $1, $2, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
+    FROM upserted
 )
 -- A data-modifying CTE runs whether or not the answer refers to it.
 SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, metadata, score, version,

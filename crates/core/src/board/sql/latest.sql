@@ -26,15 +26,18 @@ go AS (
       AND $4 BETWEEN $8 AND $9
 ),
 upserted AS (
-    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata)
-    SELECT $2, $3, $4, 1, tie, $10::jsonb FROM go
+    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
+    SELECT $2, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
+                                     WHERE r.board_id = $2 AND r.user_id = $3), 0),
+           tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
+    FROM go
     ON CONFLICT (board_id, user_id) DO UPDATE
         SET score = EXCLUDED.score,
             version = s.version + 1,
             tie = CASE WHEN EXCLUDED.score = s.score THEN s.tie ELSE EXCLUDED.tie END,
             metadata = coalesce(EXCLUDED.metadata, s.metadata),
             updated_at = now()
-    RETURNING score, version, tie, metadata
+    RETURNING score, version, tie, metadata, hidden
 ),
 event AS (
     INSERT INTO score_events
@@ -46,8 +49,10 @@ event AS (
 ),
 outbox AS (
     INSERT INTO leaderboard_outbox
-        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata)
-    SELECT $1, $2, $3, score, version, $5, tie, metadata FROM upserted
+        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata,
+         moderation)
+    SELECT $1, $2, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
+    FROM upserted
 )
 SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, metadata, score, version,
        improved

@@ -37,3 +37,22 @@ local function place_member(scores, versions, distinct, metadata, seal, user, sc
   move_distinct(scores, distinct, seal, old_score or nil, score)
   return added, added_version
 end
+
+-- Takes one user's member out of one generation of a board's keys (a hidden or erased member,
+-- project.lua): its member under the spelling `key` names ('' or nil: the user id alone), its
+-- version and its metadata, keeping the distinct scores (and, given `seal`, dcard and xcard)
+-- true.
+-- Answers ZREM's and HDEL's counts, so the caller can tell a member that was whole (one fewer
+-- for the seal's card) from one that had lost a half.
+local function take_out(scores, versions, distinct, metadata, seal, user, key)
+  local member = member_of(user, key)
+  local old_score = redis.call('ZSCORE', scores, member)
+  local removed = 0
+  if old_score then
+    removed = redis.call('ZREM', scores, member)
+    move_distinct(scores, distinct, seal, old_score, nil)
+  end
+  local removed_version = redis.call('HDEL', versions, user)
+  move_metadata(metadata, seal, user, '')
+  return removed, removed_version
+end

@@ -5,7 +5,9 @@
 -- generation's distinct scores and metadata with its members.
 --
 -- KEYS[1] rebuilt scores (sorted set), KEYS[2] rebuilt versions (hash), KEYS[3] rebuilt seal,
--- KEYS[4] rebuilt distinct scores (sorted set), KEYS[5] rebuilt metadata (hash)
+-- KEYS[4] rebuilt distinct scores (sorted set), KEYS[5] rebuilt metadata (hash),
+-- KEYS[6] the board's tombstones (hash, project.lua): a row whose member a newer version hid
+--         since the chunk was read (a removal or ban projected meanwhile) is not written
 -- ARGV[1] the rebuilt seal's TTL in milliseconds, renewed with each chunk: a build whose
 --         builder died stops the projector's double writes by itself when it expires;
 -- then user id, score, version, tie key ('' for tie 0), metadata JSON ('' for none), repeated
@@ -18,7 +20,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   return redis.error_reply('LBNOBUILD the rebuilt generation has no seal: the build was abandoned')
 end
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
-  or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash')
+  or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash') or wrong_type(KEYS[6], 'hash')
 if problem then
   return redis.error_reply(problem)
 end
@@ -31,7 +33,8 @@ for i = 2, #ARGV, 5 do
   if stored then
     stored_version, stored_key = parse_stored(stored)
   end
-  if not stored_version or stored_version < version then
+  local tomb = tonumber(redis.call('HGET', KEYS[6], user) or '')
+  if (not stored_version or stored_version < version) and (not tomb or tomb < version) then
     place_member(KEYS[1], KEYS[2], KEYS[4], KEYS[5], nil, user, ARGV[i + 1], ARGV[i + 2],
       ARGV[i + 3], ARGV[i + 4], stored_key)
     written = written + 1

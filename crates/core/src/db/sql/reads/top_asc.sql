@@ -1,5 +1,5 @@
 -- A page of an ascending board by position, in the board's order (score, tie, user_id:
--- user_scores_order read backward, the order of Redis's ZRANGE over the members of
+-- user_scores_visible_order read backward, the order of Redis's ZRANGE over the members of
 -- projection/member.rs), with what ranking.rs needs to rank it: the board's total (16 rows of
 -- board_entry_counts at most), the entries ahead of the first row ($2 itself), the entries
 -- with a strictly better score than the first row's, and, when $4, the distinct such scores.
@@ -9,7 +9,7 @@
 WITH page AS MATERIALIZED (
     SELECT user_id, score, tie, metadata
     FROM user_scores
-    WHERE board_id = $1
+    WHERE board_id = $1 AND NOT hidden
     ORDER BY score, tie, user_id
     OFFSET $2
     LIMIT $3),
@@ -17,9 +17,9 @@ head AS (SELECT min(score) AS score FROM page)
 SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE board_id = $1) AS total,
        $2::bigint AS ahead,
        (SELECT count(*) FROM user_scores o, head
-        WHERE o.board_id = $1 AND o.score < head.score) AS better,
+        WHERE o.board_id = $1 AND NOT o.hidden AND o.score < head.score) AS better,
        (SELECT count(DISTINCT o.score) FROM user_scores o, head
-        WHERE $4 AND o.board_id = $1 AND o.score < head.score) AS dense_better,
+        WHERE $4 AND o.board_id = $1 AND NOT o.hidden AND o.score < head.score) AS dense_better,
        p.user_id, p.score, p.tie, p.metadata::text AS metadata
 FROM (SELECT) AS one
 LEFT JOIN page p ON true

@@ -4,6 +4,7 @@
 SELECT user_id, score, version, tie, metadata::text AS metadata
 FROM user_scores
 WHERE board_id = $1
+  AND NOT hidden
   AND user_id > $2
 ORDER BY user_id
 LIMIT $3

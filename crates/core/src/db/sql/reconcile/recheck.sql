@@ -14,4 +14,4 @@ SELECT s.user_id, s.score, s.version, s.tie, s.metadata::text AS metadata,
                  AND o.published_at IS NULL
                  AND o.parked_at IS NULL) AS pending
 FROM user_scores s
-WHERE s.board_id = $1 AND s.user_id = ANY ($2::text[])
+WHERE s.board_id = $1 AND NOT s.hidden AND s.user_id = ANY ($2::text[])

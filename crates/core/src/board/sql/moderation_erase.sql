@@ -1,0 +1,61 @@
+-- Erases a user (right to erasure; moderation.rs), in the audit row's transaction. In
+-- PostgreSQL nothing keeps the user's id or metadata afterwards:
+--   user_scores      their entries on every board go (entry counts follow by trigger);
+--   removed_entries  their removal tombstones go;
+--   banned_users     their ban goes (it names them: an erased id that comes back starts anew);
+--   score_events     every event keeps its board, value and score for the board's history,
+--                    under the pseudonym $2 (random, recorded nowhere with the id), without
+--                    metadata;
+--   leaderboard_outbox every row of theirs likewise; a row still pending is marked published
+--                    (the erasure supersedes it);
+--   moderation_actions earlier audit rows of the user carry the pseudonym.
+-- Then one outbox row per board where the user had an entry or a tombstone asks the
+-- projection to take out every trace ('erase': member, version, metadata, distinct score,
+-- tombstone); its user_id, the only copy of the id left, is overwritten when it is published
+-- (outbox/publish.sql). Event markers (:e:<event id>) hold no user id.
+-- $1 user id, $2 pseudonym, $3 this action's id (its own audit row already holds $2).
+WITH entries AS (
+    DELETE FROM user_scores WHERE user_id = $1
+    RETURNING board_id, version
+),
+tombstones AS (
+    DELETE FROM removed_entries WHERE user_id = $1
+    RETURNING board_id, version
+),
+ban AS (
+    DELETE FROM banned_users WHERE user_id = $1 RETURNING user_id
+),
+events AS (
+    UPDATE score_events SET user_id = $2, metadata = NULL WHERE user_id = $1
+    RETURNING 1
+),
+outbox_rows AS (
+    UPDATE leaderboard_outbox
+    SET user_id = $2, metadata = NULL,
+        published_at = coalesce(published_at, now()),
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE user_id = $1
+    RETURNING 1
+),
+audits AS (
+    UPDATE moderation_actions SET user_id = $2 WHERE user_id = $1 AND action_id <> $3
+    RETURNING 1
+),
+boards AS (
+    SELECT board_id, max(version) AS version
+    FROM (SELECT board_id, version FROM entries
+          UNION ALL SELECT board_id, version FROM tombstones) t
+    GROUP BY board_id
+),
+erase AS (
+    INSERT INTO leaderboard_outbox
+        (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
+    SELECT gen_random_uuid(), board_id, $1, 0, version + 1, 0, NULL, 'erase' FROM boards
+)
+SELECT (SELECT count(*) FROM entries) AS entries,
+       (SELECT count(*) FROM tombstones) AS removed_entries,
+       EXISTS (SELECT 1 FROM ban) AS ban,
+       (SELECT count(*) FROM events) AS events,
+       (SELECT count(*) FROM outbox_rows) AS outbox_rows,
+       (SELECT count(*) FROM audits) AS audit_rows,
+       coalesce((SELECT array_agg(board_id ORDER BY board_id) FROM boards), '{}') AS boards
