@@ -14,12 +14,14 @@ use uuid::Uuid;
 
 const WRITER: &str = "writer-token";
 const ADMIN: &str = "admin-token";
+const SUPPORT: &str = "support-token";
 
 async fn api() -> TestApi {
     let tokens = format!(
-        "game={}@write:*;ops={}@admin",
+        "game={}@write:*;ops={}@admin;support={}@moderate",
         hash_token(WRITER),
-        hash_token(ADMIN)
+        hash_token(ADMIN),
+        hash_token(SUPPORT)
     );
     test_api(tokens, |_| {}).await
 }
@@ -118,8 +120,24 @@ async fn moderation_needs_admin_answers_repeats_and_refuses_a_reused_id() {
     assert_eq!(strong_top(&api).await, [(1, "a".into()), (2, "b".into())]);
     let unban = json!({"action_id": Uuid::new_v4().to_string(), "action": "unban",
                        "user_id": "x", "reason": "appeal upheld"});
-    let (status, answer) = moderate(&api, Some(ADMIN), unban).await;
+    // A support team's token (`moderate`) may moderate, and nothing an admin alone may do.
+    let (status, answer) = moderate(&api, Some(SUPPORT), unban).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["actor"], "support");
+    let declare = Request::put("/v1/boards/b")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, format!("Bearer {SUPPORT}"));
+    let (status, answer) = send(
+        &api.app,
+        declare
+            .body(Body::from(json!({"operator": "best"}).to_string()))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let body = json!({"event_id": Uuid::new_v4().to_string(), "user_id": "s", "delta": 1});
+    let (status, answer) = post(&api, "/v1/boards/b/scores", Some(SUPPORT), body).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
     assert_eq!(
         strong_top(&api).await,
         [(1, "x".into()), (2, "a".into()), (3, "b".into())]
@@ -148,7 +166,7 @@ async fn moderation_needs_admin_answers_repeats_and_refuses_a_reused_id() {
         audit,
         [
             ("ban".into(), "ops".into()),
-            ("unban".into(), "ops".into()),
+            ("unban".into(), "support".into()),
             ("remove".into(), "ops".into())
         ]
     );

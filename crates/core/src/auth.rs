@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Scopes: `write:*` (score commands on every board), `write:<board>` (on that board),
-//! `read` (reads, when `auth.reads = token`), `admin` (everything). `lbctl token new` makes a
+//! `read` (reads, when `auth.reads = token`), `moderate` (moderation commands: removals, bans,
+//! erasures; and reads), `admin` (everything). A release before `moderate` existed refuses a
+//! table that names it: remove such entries before rolling back to one. `lbctl token new` makes a
 //! token and its entry; `lbctl token hash` hashes one you have.
 
 use sha2::{Digest, Sha256};
@@ -21,6 +23,7 @@ pub enum Scope {
     WriteAll,
     WriteBoard(BoardId),
     Read,
+    Moderate,
     Admin,
 }
 
@@ -49,13 +52,21 @@ impl TokenEntry {
         self.scopes.iter().any(|s| match s {
             Scope::Admin | Scope::WriteAll => true,
             Scope::WriteBoard(b) => b == board,
-            Scope::Read => false,
+            Scope::Read | Scope::Moderate => false,
         })
     }
 
     /// Declaring and changing board definitions needs `admin`.
     pub fn may_administer(&self) -> bool {
         self.scopes.contains(&Scope::Admin)
+    }
+
+    /// Moderation commands (removal, ban, unban, erasure) need `moderate` or `admin`: a
+    /// support team's token need not be able to change board definitions.
+    pub fn may_moderate(&self) -> bool {
+        self.scopes
+            .iter()
+            .any(|s| matches!(s, Scope::Moderate | Scope::Admin))
     }
 
     /// Reading needs `read`; a token that may write or administer may read too.
@@ -110,7 +121,7 @@ impl TokenTable {
             let scopes = scopes
                 .split(',')
                 .map(str::trim)
-                .map(|s| parse_scope(s).ok_or_else(|| format!("entry {n} ({name}): unknown scope {s:?} (write:*, write:<board>, read, admin)")))
+                .map(|s| parse_scope(s).ok_or_else(|| format!("entry {n} ({name}): unknown scope {s:?} (write:*, write:<board>, read, moderate, admin)")))
                 .collect::<Result<Vec<_>, _>>()?;
             entries.push(TokenEntry {
                 name: name.to_owned(),
@@ -154,6 +165,7 @@ fn parse_scope(s: &str) -> Option<Scope> {
     match s {
         "write:*" => Some(Scope::WriteAll),
         "read" => Some(Scope::Read),
+        "moderate" => Some(Scope::Moderate),
         "admin" => Some(Scope::Admin),
         _ => s
             .strip_prefix("write:")
@@ -169,10 +181,11 @@ mod tests {
     #[test]
     fn tokens_authenticate_by_digest_and_scopes_decide() {
         let spec = format!(
-            "eu={}@write:season-1 ; ops={}@admin;reader={}@read",
+            "eu={}@write:season-1 ; ops={}@admin;reader={}@read;support={}@moderate",
             hash_token("eu-secret"),
             hash_token("ops-secret"),
-            hash_token("read-secret")
+            hash_token("read-secret"),
+            hash_token("support-secret")
         );
         let table = TokenTable::parse(&spec).expect("valid");
         let season = BoardId::parse("season-1").expect("board");
@@ -185,6 +198,10 @@ mod tests {
         let reader = table.authenticate("read-secret").expect("reader");
         assert!(!reader.may_write(&season) && reader.may_read() && !reader.may_administer());
         assert!(!eu.may_administer());
+        assert!(ops.may_moderate() && !eu.may_moderate() && !reader.may_moderate());
+        let support = table.authenticate("support-secret").expect("support");
+        assert!(support.may_moderate() && support.may_read());
+        assert!(!support.may_administer() && !support.may_write(&season));
         assert!(table.authenticate("eu-secreT").is_none());
         assert!(table.authenticate("").is_none());
         assert_eq!(

@@ -123,16 +123,16 @@ impl Identity {
 }
 
 impl Identity {
-    /// A moderation command (removal, ban, unban, erasure) needs a token with the `admin`
-    /// scope.
+    /// A moderation command (removal, ban, unban, erasure) needs a token with the `moderate`
+    /// or the `admin` scope.
     pub fn require_moderator(&self) -> Result<(), ApiError> {
         match self {
             Identity::Anonymous => Err(ApiError::Unauthenticated(
                 "moderation commands need a bearer token",
             )),
-            Identity::Token(t) if t.may_administer() => Ok(()),
+            Identity::Token(t) if t.may_moderate() => Ok(()),
             Identity::Token(_) => Err(ApiError::Forbidden(
-                "moderation commands need the admin scope",
+                "moderation commands need the moderate or admin scope",
             )),
         }
     }

@@ -107,7 +107,7 @@ fn action(body: &ModerationBody) -> Result<Action, ApiError> {
         (status = 200, description = "the same command again: the first run's outcome, `duplicate: true`", body = ModerationOutcome),
         (status = 400, description = "malformed body", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
-        (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
+        (status = 403, description = "the token has neither the moderate nor the admin scope", body = ErrorBody),
         (status = 409, description = "`action_id_reused`: the action id was used for another command", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
         (status = 422, description = "an invalid value: `invalid_action_id`, `invalid_action`, `invalid_user_id`, `invalid_board_id`, `board_required`, `board_not_allowed`, `invalid_reason`", body = ErrorBody),
