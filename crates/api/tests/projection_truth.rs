@@ -330,6 +330,94 @@ async fn a_metadata_hash_lost_alone_breaks_the_seal_before_any_repair() {
 }
 
 #[tokio::test]
+async fn an_eventual_read_without_postgres_takes_the_order_from_the_seal() {
+    let env = TestEnv::new(|_| {}).await;
+    let client = env.db.client().await;
+    client
+        .execute(
+            "INSERT INTO board_definitions (board_id, operator, sort, tie_break, min_score, max_score)
+             VALUES ('lap', 'best', 'ascending', 'user_id', 0, 100000)",
+            &[],
+        )
+        .await
+        .expect("definition");
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT 'lap', 'u' || g, 1000 + g, 1 FROM generate_series(1, 5) g",
+            &[],
+        )
+        .await
+        .expect("rows");
+    seal(&env, "lap").await;
+    // A freshly started api (no definition read yet) whose PostgreSQL does not answer: the
+    // order can only come from the projection itself.
+    let mut settings = env.settings.clone();
+    settings.database.url = "postgres://postgres@127.0.0.1:1/gone".into();
+    settings.database.connect_timeout_ms = Millis::of(200);
+    settings.database.pool_wait_timeout_ms = Millis::of(500);
+    let app = app_with(&settings);
+    let (status, page) = get(&app, "/v1/boards/lap/top?limit=3&consistency=eventual").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(freshness(&page).0, Some("projection"), "{page}");
+    assert_eq!(
+        entries(&page),
+        [
+            ("u1".to_owned(), 1001),
+            ("u2".to_owned(), 1002),
+            ("u3".to_owned(), 1003)
+        ],
+        "the time trial's order, lowest first: {page}"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_order_asks_for_a_rebuild_so_no_seal_states_the_old_one() {
+    let env = TestEnv::new(|_| {}).await;
+    sealed_board(&env, "flip", 5).await;
+    let store = env.store();
+    let app = app_with(&env.settings);
+    // Emptied (a rule may change only then), its seal still stating descending order.
+    env.db
+        .client()
+        .await
+        .execute("DELETE FROM user_scores WHERE board_id = 'flip'", &[])
+        .await
+        .expect("empty the board");
+    let put = |body: &str| {
+        axum::http::Request::put("/v1/boards/flip")
+            .header("content-type", "application/json")
+            .header(
+                "authorization",
+                format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+            )
+            .body(axum::body::Body::from(body.to_owned()))
+            .expect("request")
+    };
+    // Bounds alone leave the order: no rebuild is asked for.
+    let (status, answer) = common::send(
+        &app,
+        put(r#"{"operator":"add","min_score":-5000,"max_score":5000}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert!(!requested(&store, "flip").await);
+    let (status, answer) = common::send(
+        &app,
+        put(r#"{"operator":"best","sort":"ascending","min_score":-5000,"max_score":5000}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // The api sends its rebuild requests in the background.
+    let store = &store;
+    let asked = wait_until(Duration::from_secs(5), || async move {
+        requested(store, "flip").await
+    })
+    .await;
+    assert!(asked.is_some(), "the order changed: a rebuild is asked for");
+}
+
+#[tokio::test]
 async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
     let mut server = RedisServer::start();
     let env = TestEnv::with_redis_url(Some(server.url()), |s| {

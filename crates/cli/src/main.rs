@@ -406,6 +406,23 @@ async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> any
     Ok(())
 }
 
+/// After a change of a board's sort or tie break (it had no entries), asks the reconciler to
+/// rebuild the board, so that no seal states the old order (`projection::read::sealed_order`).
+/// The definition is committed already: a Redis that cannot be asked is a warning.
+async fn forget_sealed_order(settings: &Settings, board: &BoardId) {
+    let asked = match Store::connect(&settings.redis) {
+        Ok(store) => ledgerboard_core::projection::apply::request_rebuild(&store, board)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = asked {
+        eprintln!(
+            "warning: the order changed, and no rebuild could be asked for ({e}): run `lbctl rebuild --board {board}`"
+        );
+    }
+}
+
 async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()> {
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;
@@ -420,6 +437,9 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
             let board = parse(&board)?;
             let declaration = fields.declaration(Some(&operator))?;
             let defined = definitions::declare(&db, &board, &declaration).await?;
+            if defined.order_changed {
+                forget_sealed_order(settings, &board).await;
+            }
             print_definition(defined.definition, json, "declared")?;
         }
         BoardCommand::Update {
@@ -431,6 +451,9 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
             let board = parse(&board)?;
             let changes = fields.declaration(operator.as_deref())?;
             let defined = definitions::update(&db, &board, &changes).await?;
+            if defined.order_changed {
+                forget_sealed_order(settings, &board).await;
+            }
             let what = if defined.changed {
                 "changed"
             } else {

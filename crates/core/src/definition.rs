@@ -123,6 +123,21 @@ pub struct Order {
 }
 
 impl Order {
+    /// How the seal spells the order (`"<sort>:<tie_break>"`), so that the projection says
+    /// how to read itself when PostgreSQL cannot ([`Order::decode`]).
+    pub fn encode(self) -> String {
+        format!("{}:{}", self.sort.as_str(), self.tie_break.as_str())
+    }
+
+    /// The order [`Order::encode`] spelt; `None` for anything else.
+    pub fn decode(raw: &str) -> Option<Self> {
+        let (sort, tie_break) = raw.split_once(':')?;
+        Some(Self {
+            sort: Sort::parse(sort)?,
+            tie_break: TieBreak::parse(tie_break)?,
+        })
+    }
+
     /// The multiplier of the reached sequence's value: 0 (no tie key) on `user_id` boards;
     /// on `earliest` boards −1 when descending (the earlier, smaller sequence value becomes the
     /// greater tie, first in descending order), +1 when ascending.

@@ -136,10 +136,19 @@ pub(crate) async fn build_and_switch(
     }
     // A board with no source rows is switched but not sealed: reads of a board that does not
     // exist must leave nothing behind in Redis.
-    let unlinked = build
-        .switch(store, rows_read > 0)
-        .await
-        .map_err(PassError::from)?;
+    // The seal states the board's order, read now: its rule cannot change while it has entries
+    // (board/definitions.rs), so the order stays true for as long as the seal lives.
+    let order = if rows_read > 0 {
+        Some(
+            ledgerboard_core::board::definitions::get(db, board)
+                .await
+                .map_err(PassError::from)?
+                .order(),
+        )
+    } else {
+        None
+    };
+    let unlinked = build.switch(store, order).await.map_err(PassError::from)?;
     // The new generation is live already: a failure to delete the retired one leaves
     // garbage, not a wrong board, so the catch-up still runs.
     if let Err(e) = unlinked {

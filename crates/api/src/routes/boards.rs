@@ -123,6 +123,10 @@ pub async fn put_board(
     // was lost, and a re-read costs one query.
     state.definitions.forget(&board);
     let defined = defined?;
+    if defined.order_changed {
+        // The board had no entries; a seal left from earlier ones states the old order.
+        state.rebuilds.request(&state.store, &board);
+    }
     let status = if defined.created {
         StatusCode::CREATED
     } else {

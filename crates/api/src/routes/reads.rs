@@ -170,7 +170,8 @@ fn query_error(rejection: QueryRejection) -> ApiError {
 
 /// The board's order. Reads that may answer from the projection alone (`eventual`) still
 /// answer while PostgreSQL cannot state the definition: with the one this process read last,
-/// else the implicit one (an undeclared board's, the only kind before definitions existed).
+/// else the one the board's seal states (the rebuild writes it), else the implicit one (an
+/// undeclared board's, the only kind before definitions existed).
 async fn order(
     state: &AppState,
     board: &BoardId,
@@ -184,6 +185,10 @@ async fn order(
                 return Ok(def.order());
             }
             if consistency == Consistency::Eventual {
+                if let Ok(Some(order)) = read::sealed_order(&state.store, board).await {
+                    tracing::warn!(error = %e, "board definition unreadable; using the order its seal states");
+                    return Ok(order);
+                }
                 tracing::warn!(error = %e, "board definition unreadable; assuming the implicit one");
                 return Ok(BoardDefinition::implicit(board.clone()).order());
             }

@@ -259,6 +259,9 @@ pub struct Defined {
     pub definition: BoardDefinition,
     pub created: bool,
     pub changed: bool,
+    /// The sort or the tie break changed (the board had no entries): a seal that states the
+    /// old order (`projection::read::sealed_order`) must go, so the caller asks for a rebuild.
+    pub order_changed: bool,
 }
 
 /// Parameters: the bound.
@@ -354,6 +357,7 @@ async fn define_once(
             definition: current,
             created: false,
             changed: false,
+            order_changed: false,
         }));
     }
     if current.order() != def.order() || current.operator != def.operator {
@@ -391,6 +395,7 @@ async fn define_once(
     let definition = from_row(board.clone(), &row)?;
     commit(tx).await?;
     Ok(Some(Defined {
+        order_changed: definition.order() != current.order(),
         definition,
         created: !current.declared,
         changed: true,

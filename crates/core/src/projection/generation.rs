@@ -16,6 +16,7 @@ use super::member;
 use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
 use super::{ReadModelError, Store, TimedConnection};
 use crate::db::source::SourceRow;
+use crate::definition::Order;
 use crate::domain::BoardId;
 
 /// A new generation of one board being built, on one connection held for the whole build.
@@ -124,9 +125,10 @@ impl Build {
     }
 
     /// Makes the new generation live in one atomic step (`lua/switch_generation.lua`): the
-    /// live keys become the retired ones, the new ones the live ones; with `seal`, the build's
-    /// seal becomes the board's, counting the members (`card`) and distinct scores (`dcard`)
-    /// the new generation holds, else the
+    /// live keys become the retired ones, the new ones the live ones; with `seal` (the board's
+    /// order), the build's seal becomes the board's, counting the members (`card`), distinct
+    /// scores (`dcard`) and members with metadata (`xcard`) the new generation holds, and
+    /// stating the order (`order`: read when PostgreSQL cannot state the definition), else the
     /// board is left without a seal (a board with no source rows: reads of a board that does
     /// not exist must leave nothing behind). Then the retired generation is deleted with
     /// UNLINK (off Redis's main thread): that outcome is returned apart, since the new
@@ -134,7 +136,7 @@ impl Build {
     pub async fn switch(
         mut self,
         store: &Store,
-        seal: bool,
+        seal: Option<Order>,
     ) -> Result<RedisResult<()>, ReadModelError> {
         let keys = store.keys();
         let board = &self.board;
@@ -159,7 +161,8 @@ impl Build {
             .key(&retired[3])
             .key(keys.meta(board))
             .key(&self.meta)
-            .arg(if seal { "seal" } else { "unseal" })
+            .arg(if seal.is_some() { "seal" } else { "unseal" })
+            .arg(seal.map(Order::encode).unwrap_or_default())
             .invoke_async(&mut self.conn)
             .await?;
         let unlinked: RedisResult<i64> = redis::cmd("UNLINK")

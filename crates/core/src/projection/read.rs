@@ -89,6 +89,19 @@ pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadMode
     Ok(seal(counts))
 }
 
+/// The board's order as its seal states it (`order`, written by the rebuild's switch), for a
+/// read that cannot ask PostgreSQL for the definition; `None` without a seal, or with one
+/// written before the seal carried the order.
+pub async fn sealed_order(store: &Store, board: &BoardId) -> Result<Option<Order>, ReadModelError> {
+    let mut conn = store.connection().await?;
+    let raw: Option<String> = redis::cmd("HGET")
+        .arg(store.keys().meta(board))
+        .arg("order")
+        .query_async(&mut conn)
+        .await?;
+    Ok(raw.as_deref().and_then(Order::decode))
+}
+
 /// The seal's replies as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
 /// `HGET :m dcard`, `ZCARD :d`, `HGET :m xcard`, `HLEN :x`.
 type SealReply = (

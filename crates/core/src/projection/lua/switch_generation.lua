@@ -12,6 +12,8 @@
 -- (KEYS[10..12]); KEYS[13] live seal, KEYS[14] rebuilt seal.
 -- ARGV[1] 'seal' (seal the new generation) or 'unseal' (the board has no rows in PostgreSQL:
 -- switch, and leave no seal behind, so reads of unknown boards create no keys).
+-- ARGV[2] the board's order as definition.rs's `Order::encode` spells it ('descending:user_id'):
+-- a read that cannot ask PostgreSQL for the definition reads it from the seal.
 --
 -- Answers 'switched', or an error when the rebuilt seal is gone (the build was abandoned or
 -- its keys deleted): the live generation is then left as it was.
@@ -30,7 +32,8 @@ for group = 0, 3 do
 end
 if ARGV[1] == 'seal' then
   redis.call('HSET', KEYS[14], 'card', redis.call('ZCARD', KEYS[1]),
-    'dcard', redis.call('ZCARD', KEYS[7]), 'xcard', redis.call('HLEN', KEYS[10]))
+    'dcard', redis.call('ZCARD', KEYS[7]), 'xcard', redis.call('HLEN', KEYS[10]),
+    'order', ARGV[2])
   redis.call('RENAME', KEYS[14], KEYS[13])
   -- The build's seal had a TTL (rebuild_chunk.lua); the board's seal lives as long as its keys.
   redis.call('PERSIST', KEYS[13])
