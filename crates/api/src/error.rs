@@ -187,6 +187,17 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A request body that could not be read: too large (the body limit), or not read at all.
+impl From<axum::extract::rejection::BytesRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge
+        } else {
+            ApiError::MalformedBody(rejection.body_text())
+        }
+    }
+}
+
 impl From<ValidationError> for ApiError {
     fn from(e: ValidationError) -> Self {
         Self::Invalid(e)

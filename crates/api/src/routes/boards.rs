@@ -105,13 +105,7 @@ pub async fn put_board(
     // Who may change definitions comes before anything about the body is said.
     identity.require_admin()?;
     let board = BoardId::parse(&board)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge
-        } else {
-            ApiError::MalformedBody(rejection.body_text())
-        }
-    })?;
+    let body = body?;
     let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
             "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?}}: {e}"

@@ -85,13 +85,7 @@ pub async fn post_score(
         let Path(board) = board.map_err(path_error)?;
         // Who may write comes before anything about the body is said.
         identity.require_write(&BoardId::parse(&board)?)?;
-        let body = body.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge
-            } else {
-                ApiError::MalformedBody(rejection.body_text())
-            }
-        })?;
+        let body = body?;
         let (board, raw) = parse_body(&board, &body)?;
         // The request's trace context travels in the outbox row, so the projection's span can
         // link back to this request.

@@ -124,13 +124,7 @@ pub async fn post_moderation(
 ) -> Result<Response, ApiError> {
     // Who may moderate comes before anything about the body is said.
     identity.require_moderator()?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge
-        } else {
-            ApiError::MalformedBody(rejection.body_text())
-        }
-    })?;
+    let body = body?;
     let raw: ModerationBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
             "expected {{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"reason\"}}: {e}"
