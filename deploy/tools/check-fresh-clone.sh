@@ -36,6 +36,8 @@ cleanup() {
     psql -q "postgres://postgres@127.0.0.1:5432/postgres" -c "DROP DATABASE IF EXISTS \"$tag\" WITH (FORCE)" || true
     redis-cli -h 127.0.0.1 --scan --pattern "$tag:*" | xargs -r -n 500 redis-cli -h 127.0.0.1 DEL >/dev/null || true
     rm -rf "$tmp"
+    # CI builds once on a machine it leaves: the clone's build (gigabytes) is not kept there.
+    if [ "${CI:-}" = true ]; then rm -rf "$CARGO_TARGET_DIR"; fi
 }
 trap cleanup EXIT
 
