@@ -14,8 +14,8 @@ pub enum Classification {
     Stale,
     /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
     Ahead,
-    /// Same version, different score or tie; or a stored value that is not a version (and tie
-    /// key).
+    /// Same version, different score, tie or metadata; or a stored value that is not a
+    /// version (and tie key).
     Corrupt,
     Current,
     /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
@@ -28,12 +28,17 @@ pub enum Classification {
 
 /// Missing: either half of the member is absent. Stale / ahead: the versions differ. Corrupt:
 /// same version, another score or another tie (the member is spelt with the wrong tie key:
-/// its place among equal scores is wrong), or a stored value that is not one
-/// `member::stored` writes. Current: all equal.
+/// its place among equal scores is wrong), other metadata (a version is the member's whole
+/// absolute state: the projection writes score, tie and metadata together), or a stored value
+/// that is not one `member::stored` writes. Current: all equal.
+///
+/// Metadata is compared as the text the projection stores, byte for byte, as `repair.lua`
+/// compares it: both come from PostgreSQL's rendering of the same `jsonb`.
 pub fn classify(
     source_score: i64,
     source_tie: i64,
     source_version: i64,
+    source_metadata: Option<&str>,
     observed: &Observed,
 ) -> Classification {
     let stored = observed.version.as_deref().map(member::parse_stored);
@@ -45,7 +50,10 @@ pub fn classify(
                 Classification::Stale
             } else if version > source_version {
                 Classification::Ahead
-            } else if score != source_score as f64 || tie != source_tie {
+            } else if score != source_score as f64
+                || tie != source_tie
+                || observed.metadata.as_deref() != source_metadata
+            {
                 Classification::Corrupt
             } else {
                 Classification::Current
@@ -62,11 +70,12 @@ mod tests {
         Observed {
             score,
             version: version.map(|v| v.map_or_else(|()| "x".to_owned(), |v| v.to_string())),
+            metadata: None,
         }
     }
 
     fn classify(score: i64, version: i64, observed: &Observed) -> Classification {
-        super::classify(score, 0, version, observed)
+        super::classify(score, 0, version, None, observed)
     }
 
     #[test]
@@ -75,12 +84,33 @@ mod tests {
         let at = |tie| Observed {
             score: Some(10.0),
             version: Some(member::stored(2, tie)),
+            metadata: None,
         };
-        assert_eq!(super::classify(10, -5, 2, &at(-5)), Current);
-        assert_eq!(super::classify(10, -5, 2, &at(-6)), Corrupt);
-        assert_eq!(super::classify(10, -5, 2, &at(0)), Corrupt);
-        assert_eq!(super::classify(10, 0, 2, &at(-5)), Corrupt);
-        assert_eq!(super::classify(10, -5, 3, &at(-6)), Stale);
+        assert_eq!(super::classify(10, -5, 2, None, &at(-5)), Current);
+        assert_eq!(super::classify(10, -5, 2, None, &at(-6)), Corrupt);
+        assert_eq!(super::classify(10, -5, 2, None, &at(0)), Corrupt);
+        assert_eq!(super::classify(10, 0, 2, None, &at(-5)), Corrupt);
+        assert_eq!(super::classify(10, -5, 3, None, &at(-6)), Stale);
+    }
+
+    #[test]
+    fn metadata_is_part_of_a_version() {
+        use Classification::*;
+        let with = |metadata: Option<&str>| Observed {
+            score: Some(10.0),
+            version: Some(member::stored(2, 0)),
+            metadata: metadata.map(str::to_owned),
+        };
+        let red = Some(r#"{"car": "red"}"#);
+        assert_eq!(super::classify(10, 0, 2, red, &with(red)), Current);
+        assert_eq!(
+            super::classify(10, 0, 2, red, &with(Some(r#"{"car": "blue"}"#))),
+            Corrupt
+        );
+        assert_eq!(super::classify(10, 0, 2, red, &with(None)), Corrupt);
+        assert_eq!(super::classify(10, 0, 2, None, &with(red)), Corrupt);
+        // A newer source version is the projector's to write, metadata and all.
+        assert_eq!(super::classify(10, 0, 3, None, &with(red)), Stale);
     }
 
     #[test]

@@ -248,7 +248,13 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
             .into_iter()
             .zip(observed)
             .map(|(row, seen)| Judged {
-                class: Some(classify(row.score, row.tie, row.version, &seen)),
+                class: Some(classify(
+                    row.score,
+                    row.tie,
+                    row.version,
+                    row.metadata.as_deref(),
+                    &seen,
+                )),
                 row,
                 seen,
             })
@@ -359,6 +365,7 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
             member.row.score,
             member.row.tie,
             member.row.version,
+            member.row.metadata.as_deref(),
             &member.seen,
         );
         let is_behind = matches!(class, Classification::Stale)
@@ -383,7 +390,13 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
     .await?;
     for (&i, seen) in behind.iter().zip(after) {
         let member = &mut judged[i];
-        let class = classify(member.row.score, member.row.tie, member.row.version, &seen);
+        let class = classify(
+            member.row.score,
+            member.row.tie,
+            member.row.version,
+            member.row.metadata.as_deref(),
+            &seen,
+        );
         member.class = Some(match class {
             // Written since the re-read: the projector's progress. Ahead of the re-read here
             // means a newer command projected meanwhile, not invented state.

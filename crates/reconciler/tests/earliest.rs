@@ -296,3 +296,72 @@ async fn a_seal_without_dcard_is_left_so_until_a_rebuild_counts_the_distinct_sco
     ];
     assert_eq!(now, expected(&rows, &now));
 }
+
+#[tokio::test]
+async fn metadata_edited_in_redis_is_corrupt_and_repaired_to_the_source() {
+    let env = TestEnv::new(|_| {}).await;
+    write(&env, "alice", 10, -1, 1, Some(r#"{"car": "red"}"#)).await;
+    write(&env, "bob", 20, -2, 1, Some(r#"{"car": "green"}"#)).await;
+    write(&env, "carol", 30, -3, 1, None).await;
+    drain(&env).await;
+    rebuild_b(&env).await;
+    let rows = [
+        ("alice", 10, -1, 1, Some(r#"{"car": "red"}"#)),
+        ("bob", 20, -2, 1, Some(r#"{"car": "green"}"#)),
+        ("carol", 30, -3, 1, None),
+    ];
+    let whole = raw(&env).await;
+    assert_eq!(whole, expected(&rows, &whole));
+
+    // Drift in the metadata alone: alice's is another object, bob's is gone and carol gained
+    // one (the counts balance, so the seal's xcard still matches HLEN :x and no read sees it:
+    // only the reconciler can).
+    let store = env.store();
+    let b = BoardId::parse("b").expect("board");
+    let mut conn = store.connection().await.expect("redis");
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(store.keys().metadata(&b))
+        .arg("alice")
+        .arg(r#"{"car": "blue"}"#)
+        .ignore()
+        .cmd("HDEL")
+        .arg(store.keys().metadata(&b))
+        .arg("bob")
+        .ignore()
+        .cmd("HSET")
+        .arg(store.keys().metadata(&b))
+        .arg("carol")
+        .arg(r#"{"cheat": true}"#)
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("edit");
+
+    // Before any repair: a dry run sees all three as corrupt and writes nothing.
+    let mut dry = options(&env);
+    dry.dry_run = true;
+    let report = reconciler(&env).run_once(&dry).await.expect("dry run");
+    let t = &report.totals;
+    assert_eq!((t.corrupt, t.current, t.repaired), (3, 0, 0), "{report:?}");
+    let drifted = raw(&env).await;
+    assert_eq!(
+        drifted.x.get("alice").map(String::as_str),
+        Some(r#"{"car": "blue"}"#)
+    );
+
+    let report = pass(&env).await;
+    assert_eq!(
+        (report.totals.corrupt, report.totals.repaired),
+        (3, 3),
+        "{report:?}"
+    );
+    let now = raw(&env).await;
+    assert_eq!(now.x, whole.x);
+    let clean = pass(&env).await;
+    assert_eq!(
+        (clean.totals.drift(), clean.totals.current),
+        (0, 3),
+        "{clean:?}"
+    );
+}

@@ -13,12 +13,14 @@ use super::{ReadModelError, Store};
 use crate::domain::BoardId;
 
 /// What Redis holds for a member: its entry in the version hash (as stored: it may not be
-/// one `member::stored` writes) and the score of the member that entry names (its tie key
-/// spells the member, `member.rs`), each possibly absent.
-#[derive(Debug, Clone, PartialEq)]
+/// one `member::stored` writes), the score of the member that entry names (its tie key
+/// spells the member, `member.rs`) and its entry in the metadata hash (`:x`, JSON text as the
+/// projection wrote it), each possibly absent.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Observed {
     pub score: Option<f64>,
     pub version: Option<String>,
+    pub metadata: Option<String>,
 }
 
 impl Observed {
@@ -28,7 +30,7 @@ impl Observed {
     }
 }
 
-/// Stored value and score of each of `users` on `board`, in one script call
+/// Stored value, score and metadata of each of `users` on `board`, in one script call
 /// (`lua/observe.lua`: one snapshot, one round trip), in the order given.
 pub async fn observe<'a>(
     store: &Store,
@@ -44,14 +46,20 @@ pub async fn observe<'a>(
     let replies: Vec<Option<String>> = OBSERVE
         .key(keys.scores(board))
         .key(keys.versions(board))
+        .key(keys.metadata(board))
         .arg(&users)
         .invoke_async(&mut conn)
         .await?;
     Ok(replies
-        .chunks(2)
-        .map(|pair| Observed {
-            version: pair[0].clone(),
-            score: pair.get(1).cloned().flatten().and_then(|s| s.parse().ok()),
+        .chunks(3)
+        .map(|triple| Observed {
+            version: triple[0].clone(),
+            score: triple
+                .get(1)
+                .cloned()
+                .flatten()
+                .and_then(|s| s.parse().ok()),
+            metadata: triple.get(2).cloned().flatten(),
         })
         .collect())
 }
@@ -199,7 +207,7 @@ pub async fn remove_orphans(
 }
 
 /// The reply of [`board_members`]'s MULTI/EXEC, flat as Redis gives it: the seal's five counts
-/// (`read::SealCounts`), the sorted set with scores and the version hash.
+/// (`read::SealCounts`), the sorted set with scores, the version hash and the metadata hash.
 type MembersReply = (
     Option<String>,
     u64,
@@ -208,12 +216,14 @@ type MembersReply = (
     u64,
     Vec<(String, f64)>,
     BTreeMap<String, String>,
+    BTreeMap<String, String>,
 );
 
 /// Every member of the board as Redis holds it, by user id (members decoded with
 /// `member::user_of`; a member that does not decode is kept under its raw spelling), each half
 /// as stored (a member in one half only has the other `None`; the score is the one of the
-/// member spelt with the user's stored tie, or of its only spelling), and the board's seal,
+/// member spelt with the user's stored tie, or of its only spelling; a metadata entry with
+/// neither half is a member of its own), and the board's seal,
 /// read in one MULTI/EXEC so that no rebuild's switch or projector write falls between them:
 /// the seal says whether these very keys are whole. For tests and the chaos check (it reads
 /// whole boards), never on a request path.
@@ -225,7 +235,7 @@ pub async fn board_members(
     let mut conn = store.connection().await?;
     let mut pipe = redis::pipe();
     with_seal(&mut pipe, keys, board);
-    let (card, zcard, hlen, xcard, xlen, scores, mut versions): MembersReply = pipe
+    let (card, zcard, hlen, xcard, xlen, scores, mut versions, metadata): MembersReply = pipe
         .cmd("ZRANGE")
         .arg(keys.scores(board))
         .arg(0)
@@ -233,6 +243,8 @@ pub async fn board_members(
         .arg("WITHSCORES")
         .cmd("HGETALL")
         .arg(keys.versions(board))
+        .cmd("HGETALL")
+        .arg(keys.metadata(board))
         .query_async(&mut conn)
         .await?;
     let mut members: BTreeMap<String, Observed> = BTreeMap::new();
@@ -245,10 +257,7 @@ pub async fn board_members(
             .get(&user)
             .and_then(|v| member::parse_stored(v))
             .is_some_and(|(_, stored_tie)| stored_tie == tie);
-        let entry = members.entry(user.clone()).or_insert(Observed {
-            score: None,
-            version: None,
-        });
+        let entry = members.entry(user.clone()).or_default();
         // The spelling the versions hash names wins over a stray one.
         if entry.score.is_none() || named {
             entry.score = Some(score);
@@ -258,13 +267,10 @@ pub async fn board_members(
         entry.version = versions.remove(user);
     }
     for (user, version) in versions {
-        members.insert(
-            user,
-            Observed {
-                score: None,
-                version: Some(version),
-            },
-        );
+        members.entry(user).or_default().version = Some(version);
+    }
+    for (user, json) in metadata {
+        members.entry(user).or_default().metadata = Some(json);
     }
     Ok((seal((card, zcard, hlen, xcard, xlen)), members))
 }
