@@ -13,7 +13,7 @@ use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::member;
 use ledgerboard_reconciler::rebuild;
 
-use common::{TestEnv, drain, options, pass, reconciler};
+use common::{TestEnv, drain, dry_pass, pass};
 
 /// Sets `user`'s row of board b to `score`, `tie`, `version` (and `metadata`) in
 /// `user_scores`, with the outbox row a command would have written.
@@ -240,9 +240,7 @@ async fn the_reconciler_repairs_a_wrong_tie_and_removes_a_stray_spelling() {
         .expect("edit");
 
     // Before any repair: the drift is seen, and nothing is written by a dry run.
-    let mut dry = options(&env);
-    dry.dry_run = true;
-    let report = reconciler(&env).run_once(&dry).await.expect("dry run");
+    let report = dry_pass(&env).await;
     let counts = &report.totals;
     assert_eq!((counts.corrupt, counts.orphan), (1, 1), "{report:?}");
     let drifted = raw(&env).await;
@@ -339,9 +337,7 @@ async fn metadata_edited_in_redis_is_corrupt_and_repaired_to_the_source() {
         .expect("edit");
 
     // Before any repair: a dry run sees all three as corrupt and writes nothing.
-    let mut dry = options(&env);
-    dry.dry_run = true;
-    let report = reconciler(&env).run_once(&dry).await.expect("dry run");
+    let report = dry_pass(&env).await;
     let t = &report.totals;
     assert_eq!((t.corrupt, t.current, t.repaired), (3, 0, 0), "{report:?}");
     let drifted = raw(&env).await;

@@ -77,9 +77,7 @@ async fn a_dry_run_reports_and_changes_nothing() {
     redis_edit(&env, &["ZREM", "{z}", "u000004"]).await;
     redis_edit(&env, &["ZADD", "{z}", "1", "stranger"]).await;
     let before = env.projection("b").await;
-    let mut dry = options(&env);
-    dry.dry_run = true;
-    let report = reconciler(&env).run_once(&dry).await.expect("pass");
+    let report = dry_pass(&env).await;
     assert!(report.dry_run && report.completed);
     assert_eq!(
         (

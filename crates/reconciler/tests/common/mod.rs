@@ -88,6 +88,13 @@ pub async fn pass(env: &TestEnv) -> PassReport {
     reconciler(env).run_once(&options(env)).await.expect("pass")
 }
 
+/// One dry-run pass (it classifies, writes nothing): what Redis holds before any repair.
+pub async fn dry_pass(env: &TestEnv) -> PassReport {
+    let mut dry = options(env);
+    dry.dry_run = true;
+    reconciler(env).run_once(&dry).await.expect("dry run")
+}
+
 /// Runs a Redis command in the test's namespace, `{z}`/`{v}` standing for board b's keys.
 pub async fn redis_edit(env: &TestEnv, args: &[&str]) {
     let store = env.store();
