@@ -24,6 +24,12 @@ pub enum ApiError {
     InvalidCursor(String),
     /// An `ids` list that is empty, too long, repeats an id or holds an invalid one (422).
     InvalidIds(String),
+    /// A `period` that is not `current`, `previous` or a period id (422).
+    InvalidPeriod(String),
+    /// A period asked of a board that never resets, or a reset of one (422).
+    NeverResets(String),
+    /// `period=previous` of a board whose first period is the current one (404).
+    NoSuchPeriod(String),
     /// `consistency=eventual` with `min_version` the projection does not hold yet (409): the
     /// caller asked for the projection only, and it cannot honour read-your-writes yet.
     Stale,
@@ -84,6 +90,17 @@ impl ApiError {
             Self::OutOfRange(m) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", m.clone()),
             Self::InvalidCursor(m) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_cursor", m.clone()),
             Self::InvalidIds(m) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_ids", m.clone()),
+            Self::InvalidPeriod(m) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_period", m.clone()),
+            Self::NeverResets(board) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "board_never_resets",
+                format!("board {board} never resets: it has one period, read without period= (declare it with a reset to give it periods)"),
+            ),
+            Self::NoSuchPeriod(board) => (
+                StatusCode::NOT_FOUND,
+                "no_such_period",
+                format!("board {board} has no period before its current one"),
+            ),
             Self::Stale => (
                 StatusCode::CONFLICT,
                 "projection_behind",

@@ -55,6 +55,8 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         // Admin only (checked in the handler); the GET of the same path is a read.
         .route("/v1/boards/{board}", put(routes::boards::put_board))
         // Admin only (checked in the handler).
+        .route("/v1/boards/{board}/reset", post(routes::boards::post_reset))
+        // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
         .merge(reads)
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(

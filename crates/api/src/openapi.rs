@@ -21,13 +21,14 @@ use crate::routes::{boards, commands, moderation, reads};
         boards::put_board,
         boards::get_board,
         boards::list_boards,
+        boards::post_reset,
         moderation::post_moderation
     ),
     modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),
         (name = "reads", description = "leaderboard reads with their freshness"),
-        (name = "boards", description = "board definitions: operator, order, bounds"),
+        (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
         (name = "moderation", description = "idempotent, audited removals, bans and erasures (admin scope)")
     )
 )]

@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use ledgerboard_core::board::definitions::Definitions;
+use ledgerboard_core::board::periods::PeriodCache;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
@@ -34,6 +35,9 @@ pub struct AppState {
     /// Board definitions, each kept `api.definition_cache_ms`; `PUT /v1/boards/{board}`
     /// forgets the board's, and so does a command refused for another revision.
     pub definitions: Arc<Definitions>,
+    /// Each board's current and previous period, kept as long as a definition and never past
+    /// the current period's scheduled end; `POST /v1/boards/{board}/reset` and `PUT` forget it.
+    pub periods: Arc<PeriodCache>,
 }
 
 impl AppState {
@@ -68,6 +72,7 @@ impl AppState {
             top_reads: Arc::default(),
             rebuilds: Arc::default(),
             definitions: Arc::new(Definitions::new(api.definition_cache())),
+            periods: Arc::new(PeriodCache::new(api.definition_cache())),
         }
     }
 }

@@ -32,6 +32,7 @@ async fn the_document_covers_every_route_and_its_answers() {
         [
             "/v1/boards",
             "/v1/boards/{board}",
+            "/v1/boards/{board}/reset",
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
             "/v1/boards/{board}/users",
@@ -65,8 +66,13 @@ async fn the_document_covers_every_route_and_its_answers() {
         "after",
         "rank_mode",
         "consistency",
+        "period",
     ] {
         assert!(params.contains(&p), "top lacks {p}: {params:?}");
+    }
+    let reset = &paths["/v1/boards/{board}/reset"]["post"]["responses"];
+    for code in ["200", "401", "403", "422", "503"] {
+        assert!(reset.get(code).is_some(), "POST reset lacks {code}");
     }
     let put = &paths["/v1/boards/{board}"]["put"]["responses"];
     for code in ["200", "201", "401", "403", "409", "422", "503"] {
@@ -94,6 +100,7 @@ async fn the_document_covers_every_route_and_its_answers() {
         "DefinitionBody",
         "BoardDefinition",
         "BoardList",
+        "ResetOutcome",
     ] {
         assert!(schemas.contains_key(s), "no schema {s}");
     }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ledgerboard_core::board::definitions::{self, Declaration};
 use ledgerboard_core::board::moderation::{self, Action, Command as ModerationCommand};
+use ledgerboard_core::board::periods;
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::daemon;
 use ledgerboard_core::db::{self, Database, outbox};
@@ -95,6 +96,18 @@ enum BoardCommand {
         operator: Option<String>,
         #[command(flatten)]
         fields: BoardFields,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open a board's next period now (at the next whole second by the database clock): for
+    /// boards declared with a reset (--reset), whose scheduled periods it also cuts short.
+    Reset {
+        #[arg(long)]
+        board: String,
+        /// Who acts (default: lbctl:$USER).
+        #[arg(long)]
+        actor: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -200,11 +213,19 @@ struct BoardFields {
     max_delta: Option<i64>,
     #[arg(long)]
     display_name: Option<String>,
+    /// When a new period starts: never, manual, daily, weekly, monthly or "every <n>s".
+    #[arg(long)]
+    reset: Option<String>,
+    /// The IANA time zone of daily, weekly and monthly periods (default UTC).
+    #[arg(long)]
+    time_zone: Option<String>,
 }
 
 impl BoardFields {
     fn declaration(self, operator: Option<&str>) -> anyhow::Result<Declaration> {
-        use ledgerboard_core::board::definitions::{parse_operator, parse_sort, parse_tie_break};
+        use ledgerboard_core::board::definitions::{
+            parse_operator, parse_reset, parse_sort, parse_tie_break,
+        };
         Ok(Declaration {
             display_name: self.display_name,
             operator: operator
@@ -227,6 +248,13 @@ impl BoardFields {
             max_score: self.max_score,
             min_delta: self.min_delta,
             max_delta: self.max_delta,
+            reset: self
+                .reset
+                .as_deref()
+                .map(parse_reset)
+                .transpose()
+                .context("--reset")?,
+            time_zone: self.time_zone,
         })
     }
 }
@@ -385,7 +413,8 @@ async fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
 /// The reconciler's rebuild, with the reconciler's settings (its lock and chunk size).
 async fn rebuild(config_file: Option<&Path>, board: &str, wait_secs: u64) -> anyhow::Result<()> {
     let settings = &daemon::load_daemon_settings::<ReconcilerSections>(config_file)?;
-    let board = BoardId::parse(board).context("--board")?;
+    // A board, or one period of a board that resets (`weekly~20261130T000000Z`).
+    let board = BoardId::parse_stored(board).context("--board")?;
     let db = Database::connect(&settings.database, "lbctl")?;
     db::check_schema(&db).await?.ensure_compatible()?;
     let store = Store::connect(&settings.redis).context("redis.url")?;
@@ -460,6 +489,28 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
                 "unchanged"
             };
             print_definition(defined.definition, json, what)?;
+        }
+        BoardCommand::Reset { board, actor, json } => {
+            let board = parse(&board)?;
+            let actor = actor.unwrap_or_else(default_actor);
+            let Some(reset) = periods::reset(&db, &board, &actor).await? else {
+                anyhow::bail!(
+                    "board {board} never resets: declare it with --reset (manual, daily, weekly, monthly or \"every <n>s\") first"
+                );
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"board": board, "period": reset.period, "opened": reset.opened})
+                );
+            } else {
+                let what = if reset.opened {
+                    "opens"
+                } else {
+                    "already opens"
+                };
+                println!("{board}\tperiod {} {what} at its start", reset.period);
+            }
         }
         BoardCommand::Show { board, json } => {
             let def = definitions::get(&db, &parse(&board)?).await?;
@@ -549,12 +600,7 @@ async fn moderate(
         action_id: args.id.unwrap_or_else(uuid::Uuid::new_v4),
         action,
         reason: args.reason,
-        actor: args.actor.unwrap_or_else(|| {
-            format!(
-                "lbctl:{}",
-                std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-            )
-        }),
+        actor: args.actor.unwrap_or_else(default_actor),
     };
     let done = moderation::moderate(db, &cmd)
         .await
@@ -652,14 +698,27 @@ fn print_definition(def: BoardDefinition, json: bool, what: &str) -> anyhow::Res
     Ok(())
 }
 
+/// Who acts when --actor is left out: lbctl and the operating system's user.
+fn default_actor() -> String {
+    format!(
+        "lbctl:{}",
+        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+    )
+}
+
 fn print_lines(defs: &[BoardDefinition], what: &str) {
     for d in defs {
         let deltas = match (d.min_delta, d.max_delta) {
             (Some(min), Some(max)) => format!("\tdelta={min}..{max}"),
             _ => String::new(),
         };
+        let reset = if d.reset.resets() {
+            format!("\treset={}\ttime_zone={}", d.reset.as_string(), d.time_zone)
+        } else {
+            String::new()
+        };
         println!(
-            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}\trevision={}\tdisplay_name={:?}",
+            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}\trevision={}\tdisplay_name={:?}",
             d.board,
             d.operator.as_str(),
             d.sort.as_str(),

@@ -108,6 +108,71 @@ impl TieBreak {
     }
 }
 
+/// When a board starts a new period (docs/api.md, "Periods"): each period is a board of its own,
+/// `<board>~<period id>` ([`BoardId::in_period`]), and a command lands in the period open when
+/// its statement reads the database clock (`lb_command_board`, migration V7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reset {
+    /// One period for ever: the board keeps its plain id (every board before V7).
+    Never,
+    /// New periods only when an admin asks.
+    Manual,
+    /// At midnight of the board's time zone (and when an admin asks).
+    Daily,
+    /// At Monday's midnight of the board's time zone.
+    Weekly,
+    /// At midnight of the first of the month in the board's time zone.
+    Monthly,
+    /// Every so many seconds since the Unix epoch (1 to 99,999,999): short periods, for
+    /// rounds of a few minutes and for tests.
+    Every(u32),
+}
+
+impl Reset {
+    pub fn as_string(self) -> String {
+        match self {
+            Self::Never => "never".into(),
+            Self::Manual => "manual".into(),
+            Self::Daily => "daily".into(),
+            Self::Weekly => "weekly".into(),
+            Self::Monthly => "monthly".into(),
+            Self::Every(seconds) => format!("every {seconds}s"),
+        }
+    }
+
+    /// The names [`Reset::as_string`] writes (the table's CHECK allows exactly these).
+    pub fn parse(raw: &str) -> Option<Self> {
+        Some(match raw {
+            "never" => Self::Never,
+            "manual" => Self::Manual,
+            "daily" => Self::Daily,
+            "weekly" => Self::Weekly,
+            "monthly" => Self::Monthly,
+            _ => {
+                let digits = raw.strip_prefix("every ")?.strip_suffix('s')?;
+                if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                match digits.parse::<u32>() {
+                    Ok(n @ 1..=99_999_999) => Self::Every(n),
+                    _ => return None,
+                }
+            }
+        })
+    }
+
+    /// Whether the board has periods at all.
+    pub fn resets(self) -> bool {
+        self != Self::Never
+    }
+}
+
+impl Serialize for Reset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.as_string())
+    }
+}
+
 /// The order of a board: both read paths, the projection and the reconciler sort by it.
 ///
 /// A member's place is `(score, tie, user_id)`, compared in the board's direction: descending
@@ -167,11 +232,20 @@ pub struct BoardDefinition {
     pub min_delta: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_delta: Option<i64>,
+    /// When the board starts a new period: `never`, `manual`, `daily`, `weekly`, `monthly`
+    /// or `every <n>s`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "weekly"))]
+    pub reset: Reset,
+    /// The IANA time zone whose midnights start daily, weekly and monthly periods.
+    pub time_zone: String,
     /// 0 for an undeclared board; bumped by every change of a declared one.
     pub revision: i64,
     /// Whether the board is declared (a row in `board_definitions`).
     pub declared: bool,
 }
+
+/// The time zone of a definition that names none.
+pub const DEFAULT_TIME_ZONE: &str = "UTC";
 
 /// Longest display name, in characters (a CHECK in `board_definitions` too).
 pub const MAX_DISPLAY_NAME_CHARS: usize = 128;
@@ -190,6 +264,8 @@ impl BoardDefinition {
             max_score: MAX_ABS_SCORE,
             min_delta: Some(MIN_DELTA),
             max_delta: Some(MAX_DELTA),
+            reset: Reset::Never,
+            time_zone: DEFAULT_TIME_ZONE.into(),
             revision: 0,
             declared: false,
         }
@@ -230,6 +306,36 @@ mod tests {
         let asc = order(Sort::Ascending).tie_sign();
         // Ascending: the smaller tie comes first.
         assert!(asc * early < asc * late);
+    }
+
+    #[test]
+    fn resets_round_trip_and_odd_spellings_are_refused() {
+        for r in [
+            Reset::Never,
+            Reset::Manual,
+            Reset::Daily,
+            Reset::Weekly,
+            Reset::Monthly,
+            Reset::Every(1),
+            Reset::Every(604_800),
+            Reset::Every(99_999_999),
+        ] {
+            assert_eq!(Reset::parse(&r.as_string()), Some(r));
+        }
+        for bad in [
+            "",
+            "hourly",
+            "every 0s",
+            "every 05s",
+            "every s",
+            "every 5",
+            "every -5s",
+            "every 100000000s",
+            "Every 5s",
+            "every 5 s",
+        ] {
+            assert_eq!(Reset::parse(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

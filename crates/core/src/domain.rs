@@ -76,13 +76,64 @@ impl ValidationError {
 #[serde(transparent)]
 pub struct BoardId(String);
 
+/// Between a board's id and one of its periods' (`weekly~20261130T000000Z`): outside the
+/// identifier alphabet, so no board a client names can look like a period of another.
+pub const PERIOD_SEPARATOR: char = '~';
+
+/// Whether `raw` is a period id: a period's start in UTC to the second, `YYYYMMDDTHHMMSSZ`
+/// (`lb_period_id`, migration V7). It says nothing of whether such a period exists.
+pub fn is_period_id(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    b.len() == 16
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'Z'
+}
+
 impl BoardId {
+    /// A board as a client names it: an identifier, never one of its periods (a command, a
+    /// definition and a read name the board; a read picks the period with `period=`).
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         if crate::ids::is_identifier(raw) {
             Ok(Self(raw.to_owned()))
         } else {
             Err(ValidationError::BoardId)
         }
+    }
+
+    /// A board as the stores hold it: a board, or one period of a board that resets
+    /// (`<board>~<period id>`): what the outbox, the reconciler's board list, rebuild requests
+    /// and the operator's `--board` name.
+    pub fn parse_stored(raw: &str) -> Result<Self, ValidationError> {
+        match raw.split_once(PERIOD_SEPARATOR) {
+            None => Self::parse(raw),
+            Some((base, period)) if crate::ids::is_identifier(base) && is_period_id(period) => {
+                Ok(Self(raw.to_owned()))
+            }
+            Some(_) => Err(ValidationError::BoardId),
+        }
+    }
+
+    /// One period of this board.
+    pub fn in_period(&self, period: &str) -> Result<Self, ValidationError> {
+        Self::parse_stored(&format!(
+            "{}{PERIOD_SEPARATOR}{period}",
+            self.base().as_str()
+        ))
+    }
+
+    /// The board this one is a period of; itself when it is no period.
+    pub fn base(&self) -> BoardId {
+        match self.0.split_once(PERIOD_SEPARATOR) {
+            Some((base, _)) => Self(base.to_owned()),
+            None => self.clone(),
+        }
+    }
+
+    /// The period id, when this is a period of a board.
+    pub fn period(&self) -> Option<&str> {
+        self.0.split_once(PERIOD_SEPARATOR).map(|(_, p)| p)
     }
 
     pub fn as_str(&self) -> &str {
@@ -260,6 +311,11 @@ pub struct CommandOutcome {
     /// False for a best board's submission that did not beat the standing best (then `score`
     /// and `version` are the standing best's); true otherwise.
     pub improved: bool,
+    /// The period the command landed in, on a board that resets (its start in UTC,
+    /// `YYYYMMDDTHHMMSSZ`); absent on a board that never resets. A repeat names the first
+    /// run's period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
 }
 
 /// One line of a leaderboard answer, the same from both read paths: its rank in the read's
@@ -352,6 +408,43 @@ mod tests {
         for bad in ["", "a b", "a{b}", "a:b", "é", &"a".repeat(65)] {
             assert_eq!(
                 BoardId::parse(bad),
+                Err(ValidationError::BoardId),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn periods_of_a_board() {
+        let weekly = BoardId::parse("weekly").expect("board");
+        let period = weekly.in_period("20261130T000000Z").expect("period");
+        assert_eq!(period.as_str(), "weekly~20261130T000000Z");
+        assert_eq!(
+            (period.base(), period.period()),
+            (weekly.clone(), Some("20261130T000000Z"))
+        );
+        assert_eq!(weekly.period(), None);
+        // A period of a period is the base board's period.
+        assert_eq!(
+            period.in_period("20261207T000000Z").expect("period").base(),
+            weekly
+        );
+        // Clients name boards, never periods.
+        assert_eq!(
+            BoardId::parse(period.as_str()),
+            Err(ValidationError::BoardId)
+        );
+        assert_eq!(BoardId::parse_stored(period.as_str()), Ok(period));
+        for bad in [
+            "weekly~",
+            "~20261130T000000Z",
+            "weekly~2026-11-30",
+            "weekly~20261130T000000",
+            "weekly~20261130T000000Z~20261130T000000Z",
+            "a b~20261130T000000Z",
+        ] {
+            assert_eq!(
+                BoardId::parse_stored(bad),
                 Err(ValidationError::BoardId),
                 "{bad:?}"
             );

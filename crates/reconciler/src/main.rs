@@ -45,7 +45,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let board = args
         .board
         .as_deref()
-        .map(BoardId::parse)
+        .map(BoardId::parse_stored)
         .transpose()
         .context("--board")?;
     let Some(mut daemon) = Daemon::open(NAME, &settings, telemetry).await? else {

@@ -81,7 +81,7 @@ impl Requests {
                 continue;
             }
             // Only valid board ids are ever requested; anything else was written by hand.
-            let Ok(board) = BoardId::parse(&name) else {
+            let Ok(board) = BoardId::parse_stored(&name) else {
                 continue;
             };
             let started = Instant::now();

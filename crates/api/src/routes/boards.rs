@@ -9,8 +9,10 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::definitions::{
-    self, Declaration, DefinitionError, Expect, parse_operator, parse_sort, parse_tie_break,
+    self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
+    parse_tie_break,
 };
+use ledgerboard_core::board::periods;
 use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::BoardId;
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,15 @@ pub struct DefinitionBody {
     /// Add boards only (default 1000).
     #[schema(value_type = Option<i64>)]
     max_delta: Option<serde_json::Number>,
+    /// When the board starts a new period: `never` (default), `manual`, `daily`, `weekly`
+    /// (Mondays), `monthly`, or `every <n>s` (n from 1 to 99999999). Each period is read with
+    /// `period=`; the first opens when the board is declared.
+    #[schema(example = "weekly")]
+    reset: Option<String>,
+    /// The IANA time zone whose midnights start daily, weekly and monthly periods (default
+    /// `UTC`).
+    #[schema(example = "Europe/Paris", max_length = 64)]
+    time_zone: Option<String>,
 }
 
 impl DefinitionBody {
@@ -68,12 +79,15 @@ impl DefinitionBody {
             max_score: int(&self.max_score, DefinitionError::ScoreBounds)?,
             min_delta: int(&self.min_delta, DefinitionError::DeltaBounds)?,
             max_delta: int(&self.max_delta, DefinitionError::DeltaBounds)?,
+            reset: self.reset.as_deref().map(parse_reset).transpose()?,
+            time_zone: self.time_zone.clone(),
         })
     }
 }
 
-/// Declares the board, or replaces its definition. A change of operator, sort or tie_break is
-/// refused while the board has entries; bounds and display_name may change at any time. A
+/// Declares the board, or replaces its definition. A change of operator, sort, tie_break, reset
+/// or time_zone is refused while the board has entries; bounds and display_name may change at
+/// any time. A
 /// body equal to the stored definition changes nothing (the revision stays).
 #[utoipa::path(
     put,
@@ -86,9 +100,9 @@ impl DefinitionBody {
         (status = 400, description = "malformed body or path", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
-        (status = 409, description = "`board_has_entries`: the operator, sort or tie_break of a board with entries", body = ErrorBody),
+        (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset or time_zone of a board with entries", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_board_id`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held the change up too long", body = ErrorBody),
     ),
@@ -108,7 +122,7 @@ pub async fn put_board(
     let body = body?;
     let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?}}: {e}"
+            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?}}: {e}"
         ))
     })?;
     let def = raw.declaration()?.definition(board.clone())?;
@@ -116,6 +130,7 @@ pub async fn put_board(
     // Forgotten whatever the outcome: a failed attempt may have committed before its answer
     // was lost, and a re-read costs one query.
     state.definitions.forget(&board);
+    state.periods.forget(&board);
     let defined = defined?;
     if defined.order_changed {
         // The board had no entries; a seal left from earlier ones states the old order.
@@ -213,4 +228,52 @@ pub async fn list_boards(
         .then(|| boards.last().map(|d| d.board.to_string()))
         .flatten();
     Ok(Json(BoardList { boards, next }))
+}
+
+/// What a manual reset did.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ResetOutcome {
+    board: String,
+    /// The period it opens (its start in UTC, `YYYYMMDDTHHMMSSZ`): the next whole second by
+    /// the database clock. Commands committed before the reset stay in the period they landed
+    /// in.
+    period: String,
+    /// False when a reset within the same second had already opened this period.
+    opened: bool,
+}
+
+/// Opens the board's next period (admin scope): for boards declared with a `reset`, whose
+/// scheduled periods a manual reset also cuts short. Idempotent within a second.
+#[utoipa::path(
+    post,
+    path = "/v1/boards/{board}/reset",
+    params(("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
+    responses(
+        (status = 200, description = "the period that opens", body = ResetOutcome),
+        (status = 400, description = "malformed path", body = ErrorBody),
+        (status = 401, description = "no valid bearer token", body = ErrorBody),
+        (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
+        (status = 422, description = "`board_never_resets`: the board is not declared with a reset; `invalid_board_id`", body = ErrorBody),
+        (status = 429, description = "past the rate limit", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "boards",
+    security(("bearer" = []))
+)]
+pub async fn post_reset(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    board: Result<Path<String>, PathRejection>,
+) -> Result<Json<ResetOutcome>, ApiError> {
+    let Path(board) = board.map_err(path_error)?;
+    identity.require_admin()?;
+    let board = BoardId::parse(&board)?;
+    let reset = periods::reset(&state.db, &board, identity.name()).await;
+    state.periods.forget(&board);
+    let reset = reset?.ok_or_else(|| ApiError::NeverResets(board.to_string()))?;
+    Ok(Json(ResetOutcome {
+        board: board.to_string(),
+        period: reset.period,
+        opened: reset.opened,
+    }))
 }

@@ -17,7 +17,7 @@ use axum::extract::{Path, Query, State};
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
 use ledgerboard_core::definition::{BoardDefinition, Order, TieBreak};
-use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
+use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId, is_period_id};
 use ledgerboard_core::projection::ReadModelError;
 use ledgerboard_core::projection::read::{self, Seal, Sealed};
 use ledgerboard_core::ranking::{Cursor, RankMode};
@@ -67,6 +67,10 @@ pub struct TopQuery {
     #[serde(default)]
     #[param(inline)]
     consistency: Consistency,
+    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
+    /// of a board declared with a `reset`; a board that never resets takes none.
+    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
+    period: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -81,6 +85,10 @@ pub struct UserQuery {
     consistency: Consistency,
     /// Read-your-writes: the version the caller's own last command produced.
     min_version: Option<i64>,
+    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
+    /// of a board declared with a `reset`; a board that never resets takes none.
+    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
+    period: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -96,6 +104,10 @@ pub struct AroundQuery {
     #[serde(default)]
     #[param(inline)]
     consistency: Consistency,
+    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
+    /// of a board declared with a `reset`; a board that never resets takes none.
+    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
+    period: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -111,6 +123,10 @@ pub struct UsersQuery {
     #[serde(default)]
     #[param(inline)]
     consistency: Consistency,
+    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
+    /// of a board declared with a `reset`; a board that never resets takes none.
+    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
+    period: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -123,15 +139,23 @@ pub struct Page {
     /// (and on `around`).
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
+    /// The period read, on a board that resets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<String>,
     freshness: Freshness,
 }
 
 impl Page {
-    fn new(page: &ledgerboard_core::ranking::Page, freshness: Freshness) -> Self {
+    fn new(
+        page: &ledgerboard_core::ranking::Page,
+        period: Option<String>,
+        freshness: Freshness,
+    ) -> Self {
         Self {
             entries: page.entries.clone(),
             total: page.total,
             next: page.next.as_ref().map(Cursor::encode),
+            period,
             freshness,
         }
     }
@@ -150,6 +174,9 @@ pub struct Member {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     metadata: Option<serde_json::Value>,
+    /// The period read, on a board that resets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<String>,
     freshness: Freshness,
 }
 
@@ -161,11 +188,62 @@ pub struct Users {
     missing: Vec<String>,
     /// Entries on the board.
     total: u64,
+    /// The period read, on a board that resets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<String>,
     freshness: Freshness,
 }
 
 fn query_error(rejection: QueryRejection) -> ApiError {
     ApiError::BadQuery(rejection.body_text())
+}
+
+/// The board a read of `board` reads, and the period it names: the board itself when it never
+/// resets, else the period asked for (`current` by default, `previous`, or a period id), each
+/// period being a board of its own (`BoardId::in_period`). The current period is the database
+/// clock's (`board/periods.rs`), cached as definitions are; while PostgreSQL cannot say, the
+/// last answer read stands, else the board is read as one that never resets (the answer then
+/// names no period), as `order` assumes the implicit definition.
+async fn period_board(
+    state: &AppState,
+    board: BoardId,
+    period: Option<&str>,
+) -> Result<(BoardId, Option<String>), ApiError> {
+    let wanted = period.unwrap_or("current");
+    if is_period_id(wanted) {
+        return Ok((board.in_period(wanted)?, Some(wanted.to_owned())));
+    }
+    if wanted != "current" && wanted != "previous" {
+        return Err(ApiError::InvalidPeriod(
+            "period must be current, previous or a period id (YYYYMMDDTHHMMSSZ)".into(),
+        ));
+    }
+    let periods = match state.periods.get(&state.read_db, &board).await {
+        Ok(periods) => periods,
+        Err(e) => match state.periods.last_known(&board) {
+            Some(periods) => {
+                tracing::warn!(error = %e, "board periods unreadable; using the last ones read");
+                periods
+            }
+            None => {
+                tracing::warn!(error = %e, "board periods unreadable; reading the board as one that never resets");
+                None
+            }
+        },
+    };
+    let named = match (periods, wanted) {
+        (None, "current") => None,
+        (None, _) => return Err(ApiError::NeverResets(board.to_string())),
+        (Some(p), "current") => Some(p.current),
+        (Some(p), _) => Some(
+            p.previous
+                .ok_or_else(|| ApiError::NoSuchPeriod(board.to_string()))?,
+        ),
+    };
+    match named {
+        None => Ok((board, None)),
+        Some(id) => Ok((board.in_period(&id)?, Some(id))),
+    }
 }
 
 /// The board's order. Reads that may answer from the projection alone (`eventual`) still
@@ -329,7 +407,8 @@ pub async fn top(
 ) -> Result<Json<Page>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let board = BoardId::parse(&board)?;
+    let (board, period) =
+        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
     let limit = in_range("limit", q.limit.unwrap_or(10), 1, MAX_LIMIT)?;
     let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
     let start = match q.after {
@@ -383,7 +462,7 @@ pub async fn top(
         |page| page.total > 0,
     )
     .await?;
-    Ok(Json(Page::new(&page, freshness)))
+    Ok(Json(Page::new(&page, period, freshness)))
 }
 
 /// One member's score, version and rank.
@@ -412,7 +491,8 @@ pub async fn user(
 ) -> Result<Json<Member>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let board = BoardId::parse(&board)?;
+    let (board, period) =
+        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
     let user = UserId::parse(&user)?;
     let min_version = q.min_version.unwrap_or(0);
     let order = order(&state, &board, q.consistency).await?;
@@ -442,6 +522,7 @@ pub async fn user(
         percentile: entry.percentile,
         total,
         metadata: entry.metadata,
+        period,
         freshness,
     }))
 }
@@ -471,7 +552,8 @@ pub async fn users(
 ) -> Result<Json<Users>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let board = BoardId::parse(&board)?;
+    let (board, period) =
+        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
     let ids = parse_ids(&q.ids)?;
     let order = order(&state, &board, q.consistency).await?;
     let mode = q.rank_mode;
@@ -500,6 +582,7 @@ pub async fn users(
         entries: standings.members.into_iter().map(|m| m.entry).collect(),
         missing,
         total: standings.total,
+        period,
         freshness,
     }))
 }
@@ -529,7 +612,8 @@ pub async fn around(
 ) -> Result<Json<Page>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let board = BoardId::parse(&board)?;
+    let (board, period) =
+        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
     let user = UserId::parse(&user)?;
     let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
     let order = order(&state, &board, q.consistency).await?;
@@ -545,5 +629,5 @@ pub async fn around(
     )
     .await?;
     let page = page.ok_or(ApiError::NotFound)?;
-    Ok(Json(Page::new(&page, freshness)))
+    Ok(Json(Page::new(&page, period, freshness)))
 }

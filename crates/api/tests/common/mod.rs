@@ -159,7 +159,7 @@ pub async fn seal(env: &TestEnv, board: &str) {
         &env.database(),
         &env.store(),
         &env.settings,
-        &BoardId::parse(board).expect("board"),
+        &BoardId::parse_stored(board).expect("board"),
         std::time::Duration::from_secs(10),
     )
     .await

@@ -3,7 +3,7 @@
 
 use super::{ADD, BEST, LATEST};
 use crate::db::{Database, StoreError};
-use crate::domain::{CommandOutcome, ScoreCommand};
+use crate::domain::{BoardId, CommandOutcome, ScoreCommand};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently,
 /// a best board's concurrent first submission) or a deadlock. One retry settles a race; the
@@ -71,8 +71,12 @@ pub async fn apply_score_command(
             }
         }
         let duplicate = outcome == "duplicate";
+        // The board the statement wrote: the command's, or the period of it that was open.
+        let written: String = row.try_get("board_id")?;
+        let written = BoardId::parse_stored(&written).map_err(|_| {
+            StoreError::Internal(format!("the statement wrote to board {written:?}"))
+        })?;
         if duplicate {
-            let board: String = row.try_get("board_id")?;
             let user_id: String = row.try_get("user_id")?;
             let operator: String = row.try_get("operator")?;
             let submitted: Option<i64> = row.try_get("submitted")?;
@@ -86,7 +90,8 @@ pub async fn apply_score_command(
                 }
                 _ => false,
             };
-            if board != cmd.board.as_str()
+            // A repeat after the board's period changed still names the same board.
+            if written.base() != cmd.board
                 || user_id != cmd.user_id.as_str()
                 || operator != cmd.operator
                 || submitted != Some(cmd.value)
@@ -109,6 +114,7 @@ pub async fn apply_score_command(
             version: row.try_get("version")?,
             duplicate,
             improved,
+            period: written.period().map(str::to_owned),
         });
     }
 }

@@ -18,7 +18,9 @@ use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use crate::db::{Database, Op, Statement, StoreError, commit};
-use crate::definition::{BoardDefinition, MAX_DISPLAY_NAME_CHARS, Operator, Sort, TieBreak};
+use crate::definition::{
+    BoardDefinition, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Operator, Reset, Sort, TieBreak,
+};
 use crate::domain::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
 
 /// Parameters: board.
@@ -28,11 +30,13 @@ pub static GET: Statement<1> = Statement::new(
     [Type::TEXT],
 );
 
-/// The board's definition from PostgreSQL; the implicit one when it is not declared.
+/// The board's definition from PostgreSQL; the implicit one when it is not declared. A period
+/// of a board (`weekly~20261130T000000Z`) has its board's definition.
 pub async fn get(db: &Database, board: &BoardId) -> Result<BoardDefinition, StoreError> {
+    let board = board.base();
     match db.query_opt(&GET, [&board.as_str()]).await? {
-        None => Ok(BoardDefinition::implicit(board.clone())),
-        Some(row) => from_row(board.clone(), &row),
+        None => Ok(BoardDefinition::implicit(board)),
+        Some(row) => from_row(board, &row),
     }
 }
 
@@ -49,7 +53,10 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
     let operator = text("operator")?;
     let sort = text("sort")?;
     let tie_break = text("tie_break")?;
+    let reset = text("reset")?;
     Ok(BoardDefinition {
+        reset: Reset::parse(&reset).ok_or_else(|| unknown("reset", &reset))?,
+        time_zone: text("time_zone")?,
         display_name: text("display_name")?,
         operator: Operator::parse(&operator).ok_or_else(|| unknown("operator", &operator))?,
         sort: Sort::parse(&sort).ok_or_else(|| unknown("sort", &sort))?,
@@ -90,6 +97,12 @@ pub enum DefinitionError {
         "display_name must be at most {MAX_DISPLAY_NAME_CHARS} characters without control characters"
     )]
     DisplayName,
+    #[error(
+        "reset must be never, manual, daily, weekly, monthly or \"every <n>s\" (n from 1 to 99999999)"
+    )]
+    Reset,
+    #[error("time_zone must be an IANA time zone name PostgreSQL knows (such as Europe/Paris)")]
+    TimeZone,
 }
 
 impl DefinitionError {
@@ -102,6 +115,8 @@ impl DefinitionError {
             Self::DeltaBounds => "invalid_delta_bounds",
             Self::DeltaBoundsNotAllowed(_) => "delta_bounds_not_allowed",
             Self::DisplayName => "invalid_display_name",
+            Self::Reset => "invalid_reset",
+            Self::TimeZone => "invalid_time_zone",
         }
     }
 }
@@ -121,6 +136,13 @@ pub struct Declaration {
     pub max_score: Option<i64>,
     pub min_delta: Option<i64>,
     pub max_delta: Option<i64>,
+    pub reset: Option<Reset>,
+    pub time_zone: Option<String>,
+}
+
+/// A reset as sent.
+pub fn parse_reset(raw: &str) -> Result<Reset, DefinitionError> {
+    Reset::parse(raw).ok_or(DefinitionError::Reset)
 }
 
 /// The names as sent (api bodies, lbctl flags), each refused with its own error.
@@ -167,10 +189,26 @@ impl Declaration {
                 (None, None)
             }
         };
+        let time_zone = self
+            .time_zone
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned());
+        // The names PostgreSQL knows are checked when it is written ([`define`]); this only
+        // keeps what no zone is called out of the query.
+        if time_zone.is_empty()
+            || time_zone.len() > 64
+            || !time_zone
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/_+-".contains(&b))
+        {
+            return Err(DefinitionError::TimeZone);
+        }
         Ok(BoardDefinition {
             board,
             display_name,
             operator,
+            reset: self.reset.unwrap_or(Reset::Never),
+            time_zone,
             sort: self.sort.unwrap_or(Sort::Descending),
             tie_break: self.tie_break.unwrap_or(TieBreak::UserId),
             min_score,
@@ -205,6 +243,12 @@ impl Declaration {
             max_delta: self
                 .max_delta
                 .or(current.max_delta.filter(|_| keeps_deltas)),
+            reset: Some(self.reset.unwrap_or(current.reset)),
+            time_zone: Some(
+                self.time_zone
+                    .clone()
+                    .unwrap_or_else(|| current.time_zone.clone()),
+            ),
         }
     }
 }
@@ -227,13 +271,15 @@ pub enum DefineError {
     Invalid(#[from] DefinitionError),
     /// The change would alter the rule of a board that has entries (api: 409).
     #[error(
-        "board {board} has entries, applied as {operator}, {sort}, ties by {tie_break}: its operator, sort and tie_break cannot change (bounds and display_name can)"
+        "board {board} has entries, applied as {operator}, {sort}, ties by {tie_break}, reset {reset} in {time_zone}: its operator, sort, tie_break, reset and time_zone cannot change (bounds and display_name can)"
     )]
     HasEntries {
         board: BoardId,
         operator: &'static str,
         sort: &'static str,
         tie_break: &'static str,
+        reset: String,
+        time_zone: String,
     },
     /// [`Expect::Undeclared`], and the board is declared.
     #[error("board {0} is already declared (change it with update)")]
@@ -278,8 +324,8 @@ pub static LOCK_ENTRIES: Statement<0> = Statement::new(
 );
 
 /// Parameters: board, display name, operator, sort, tie break, min and max score, min and max
-/// delta, the revision read.
-pub static DEFINE: Statement<10> = Statement::new(
+/// delta, the revision read, reset, time zone.
+pub static DEFINE: Statement<12> = Statement::new(
     Op::BoardDefine,
     include_str!("sql/definition_define.sql"),
     [
@@ -293,7 +339,23 @@ pub static DEFINE: Statement<10> = Statement::new(
         Type::INT8,
         Type::INT8,
         Type::INT8,
+        Type::TEXT,
+        Type::TEXT,
     ],
+);
+
+/// Parameters: time zone. Whether PostgreSQL knows the zone.
+pub static TIME_ZONE_KNOWN: Statement<1> = Statement::new(
+    Op::BoardDefine,
+    include_str!("sql/definition_time_zone.sql"),
+    [Type::TEXT],
+);
+
+/// Parameters: board. Opens the first period of a board declared with a reset.
+pub static OPEN_FIRST_PERIOD: Statement<1> = Statement::new(
+    Op::BoardDefine,
+    include_str!("sql/definition_first_period.sql"),
+    [Type::TEXT],
 );
 
 /// How long a definer waits for the table lock or a concurrent definer (commands queue behind
@@ -360,7 +422,16 @@ async fn define_once(
             order_changed: false,
         }));
     }
-    if current.order() != def.order() || current.operator != def.operator {
+    let reset_changed = current.reset != def.reset || current.time_zone != def.time_zone;
+    if def.time_zone != current.time_zone
+        && stmts
+            .query(&tx, &TIME_ZONE_KNOWN, [&def.time_zone])
+            .await?
+            .is_empty()
+    {
+        return Err(DefinitionError::TimeZone.into());
+    }
+    if current.order() != def.order() || current.operator != def.operator || reset_changed {
         stmts.execute(&tx, &LOCK_ENTRIES, []).await?;
     }
     let row = stmts
@@ -378,6 +449,8 @@ async fn define_once(
                 &def.min_delta,
                 &def.max_delta,
                 &current.revision,
+                &def.reset.as_string(),
+                &def.time_zone,
             ],
         )
         .await?;
@@ -387,12 +460,19 @@ async fn define_once(
             operator: current.operator.as_str(),
             sort: current.sort.as_str(),
             tie_break: current.tie_break.as_str(),
+            reset: current.reset.as_string(),
+            time_zone: current.time_zone.clone(),
         });
     }
     if row.try_get::<_, Option<i64>>("revision")?.is_none() {
         return Ok(None);
     }
     let definition = from_row(board.clone(), &row)?;
+    if reset_changed && definition.reset.resets() {
+        stmts
+            .execute(&tx, &OPEN_FIRST_PERIOD, [&board.as_str()])
+            .await?;
+    }
     commit(tx).await?;
     Ok(Some(Defined {
         order_changed: definition.order() != current.order(),

@@ -15,6 +15,7 @@ mod apply;
 pub mod definitions;
 pub mod increment;
 pub mod moderation;
+pub mod periods;
 
 pub use apply::apply_score_command;
 

@@ -61,6 +61,10 @@ pub enum Op {
     ReadUsers,
     /// A moderation command's statements (`board/sql/moderation_*.sql`).
     Moderate,
+    /// A board's current and previous period (`board/sql/period_current.sql`).
+    BoardPeriod,
+    /// A manual reset of a board (`board/sql/period_reset.sql`).
+    BoardReset,
 }
 
 impl Label for Op {
@@ -97,6 +101,8 @@ impl Label for Op {
         Op::BoardList,
         Op::ReadUsers,
         Op::Moderate,
+        Op::BoardPeriod,
+        Op::BoardReset,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -140,6 +146,8 @@ impl Op {
             Op::BoardList => "board_list",
             Op::ReadUsers => "read_users",
             Op::Moderate => "moderate",
+            Op::BoardPeriod => "board_period",
+            Op::BoardReset => "board_reset",
         }
     }
 }

@@ -41,7 +41,7 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
     let metadata: Option<String> = row.try_get("metadata")?;
     let moderation: Option<String> = row.try_get("moderation")?;
     let change = EntryChange::parse(moderation.as_deref());
-    let entry = match (BoardId::parse(&board), UserId::parse(&user), change) {
+    let entry = match (BoardId::parse_stored(&board), UserId::parse(&user), change) {
         (_, _, None) => Err(format!(
             "row cannot be projected: unknown moderation {moderation:?}"
         )),

@@ -55,7 +55,7 @@ pub async fn boards_page(
     let mut last = None;
     for row in rows {
         let raw: String = row.try_get(0)?;
-        match BoardId::parse(&raw) {
+        match BoardId::parse_stored(&raw) {
             Ok(board) => boards.push(board),
             Err(e) => {
                 tracing::warn!(board = raw, error = %e, "skipping a board id that cannot be a Redis key")

@@ -35,13 +35,17 @@ definition AS (
         AS current
 ),
 go AS (
-    SELECT CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
+    -- The board the command writes: $2 itself, or the period of $2 open now (migration V7's
+    -- lb_command_board: it reads the clock under the board's period lock). Only a command that
+    -- goes ahead asks, so a repeat or a refusal never waits for a close.
+    SELECT lb_command_board($2) AS board_id,
+           CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
     WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
 ),
 upserted AS (
     INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
-    SELECT $2, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
-                                     WHERE r.board_id = $2 AND r.user_id = $3), 0),
+    SELECT go.board_id, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
+                                     WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
            tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
     FROM go
     WHERE $4 BETWEEN $8 AND $9
@@ -52,14 +56,14 @@ upserted AS (
             metadata = coalesce(EXCLUDED.metadata, s.metadata),
             updated_at = now()
         WHERE s.score + EXCLUDED.score BETWEEN $8 AND $9
-    RETURNING score, version, tie, metadata, hidden
+    RETURNING board_id, score, version, tie, metadata, hidden
 ),
 event AS (
     INSERT INTO score_events
         (event_id, board_id, user_id, delta, submitted, operator, score, version, improved,
          metadata)
     -- delta keeps version 4's statements able to read the event during a rolling upgrade.
-    SELECT $1, $2, $3, CASE WHEN $4 BETWEEN -1000 AND 1000 THEN $4::integer END, $4, 'add',
+    SELECT $1, board_id, $3, CASE WHEN $4 BETWEEN -1000 AND 1000 THEN $4::integer END, $4, 'add',
            score, version, true, $10::jsonb
     FROM upserted
     RETURNING board_id, user_id, operator, submitted, metadata::text AS metadata, score,
@@ -69,7 +73,7 @@ outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata,
          moderation)
-    SELECT $1, $2, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
+    SELECT $1, board_id, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
     FROM upserted
 )
 -- A data-modifying CTE runs whether or not the answer refers to it.

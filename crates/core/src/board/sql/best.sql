@@ -27,14 +27,18 @@ definition AS (
         AS current
 ),
 go AS (
-    SELECT CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
+    -- The board the command writes: $2 itself, or the period of $2 open now (migration V7's
+    -- lb_command_board: it reads the clock under the board's period lock). Only a command that
+    -- goes ahead asks, so a repeat or a refusal never waits for a close.
+    SELECT lb_command_board($2) AS board_id,
+           CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
     WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
       AND $4 BETWEEN $8 AND $9
 ),
 upserted AS (
     INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
-    SELECT $2, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
-                                     WHERE r.board_id = $2 AND r.user_id = $3), 0),
+    SELECT go.board_id, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
+                                     WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
            tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
     FROM go
     ON CONFLICT (board_id, user_id) DO UPDATE
@@ -44,19 +48,19 @@ upserted AS (
             metadata = EXCLUDED.metadata,
             updated_at = now()
         WHERE $11 * (EXCLUDED.score - s.score) > 0
-    RETURNING score, version, tie, metadata, hidden
+    RETURNING board_id, score, version, tie, metadata, hidden
 ),
 standing AS (
-    SELECT score, version FROM user_scores
-    WHERE board_id = $2 AND user_id = $3
-      AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM upserted)
+    SELECT board_id, score, version FROM user_scores
+    WHERE board_id = (SELECT board_id FROM go) AND user_id = $3
+      AND NOT EXISTS (SELECT 1 FROM upserted)
 ),
 event AS (
     INSERT INTO score_events
         (event_id, board_id, user_id, submitted, operator, score, version, improved, metadata)
-    SELECT $1, $2, $3, $4, 'best', score, version, true, $10::jsonb FROM upserted
+    SELECT $1, board_id, $3, $4, 'best', score, version, true, $10::jsonb FROM upserted
     UNION ALL
-    SELECT $1, $2, $3, $4, 'best', score, version, false, $10::jsonb FROM standing
+    SELECT $1, board_id, $3, $4, 'best', score, version, false, $10::jsonb FROM standing
     RETURNING board_id, user_id, operator, submitted, metadata::text AS metadata, score,
               version, improved
 ),
@@ -64,7 +68,7 @@ outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata,
          moderation)
-    SELECT $1, $2, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
+    SELECT $1, board_id, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
     FROM upserted
 )
 SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, metadata, score, version,

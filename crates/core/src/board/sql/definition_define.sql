@@ -4,7 +4,13 @@
 -- the board half in one rule and half in the other.
 -- $1 board_id, $2 display_name, $3 operator, $4 sort, $5 tie_break, $6 min_score,
 -- $7 max_score, $8 min_delta, $9 max_delta (both NULL on best and latest boards),
--- $10 the revision the caller read in this transaction (0: the board had no definition).
+-- $10 the revision the caller read in this transaction (0: the board had no definition),
+-- $11 reset, $12 time_zone (checked by the caller against pg_timezone_names).
+--
+-- The reset and the time zone are part of the rule too: a board's entries live in the periods
+-- its schedule cut (or in the board itself when it never reset), so a new schedule under
+-- entries would leave them in periods that no read names any more. Its periods' entries count
+-- (`<board>~<period>` ids, found by a prefix range on the primary key).
 --
 -- Runs in board/definitions.rs's transaction. When the rule changes, the caller has taken
 -- `LOCK TABLE user_scores IN SHARE MODE` first (definition_lock_entries.sql): no command can
@@ -17,7 +23,7 @@
 -- `written` is empty, revision comes back NULL, and the caller reads again and retries.
 -- Nothing is ever deleted from board_definitions, so a row that existed still exists.
 WITH current AS (
-    SELECT operator, sort, tie_break
+    SELECT operator, sort, tie_break, reset, time_zone
     FROM board_definitions
     WHERE board_id = $1
 ),
@@ -25,16 +31,21 @@ refusal AS (
     -- An undeclared board follows the implicit rule (definition.rs's `implicit`).
     SELECT (coalesce((SELECT operator FROM current), 'add'),
             coalesce((SELECT sort FROM current), 'descending'),
-            coalesce((SELECT tie_break FROM current), 'user_id'))
-           IS DISTINCT FROM ($3, $4, $5)
-       -- The primary key (board_id, user_id) answers this from its first entry.
-       AND EXISTS (SELECT 1 FROM user_scores WHERE board_id = $1) AS has_entries
+            coalesce((SELECT tie_break FROM current), 'user_id'),
+            coalesce((SELECT reset FROM current), 'never'),
+            coalesce((SELECT time_zone FROM current), 'UTC'))
+           IS DISTINCT FROM ($3, $4, $5, $11, $12)
+       -- The primary key (board_id, user_id) answers both from their first entry: the board's
+       -- own, and its periods' ('~' sorts after every identifier character).
+       AND (EXISTS (SELECT 1 FROM user_scores WHERE board_id = $1)
+            OR EXISTS (SELECT 1 FROM user_scores
+                       WHERE board_id > $1 || '~' AND board_id < $1 || '~~')) AS has_entries
 ),
 written AS (
     INSERT INTO board_definitions AS d
         (board_id, display_name, operator, sort, tie_break,
-         min_score, max_score, min_delta, max_delta)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+         min_score, max_score, min_delta, max_delta, reset, time_zone)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12
     FROM refusal
     WHERE NOT has_entries
     ON CONFLICT (board_id) DO UPDATE
@@ -46,13 +57,15 @@ written AS (
             max_score = EXCLUDED.max_score,
             min_delta = EXCLUDED.min_delta,
             max_delta = EXCLUDED.max_delta,
+            reset = EXCLUDED.reset,
+            time_zone = EXCLUDED.time_zone,
             -- A command carries the revision it was validated against; its statement refuses
             -- to run under another one, so the change applies to every later command.
             revision = d.revision + 1,
             updated_at = now()
         WHERE d.revision = $10
     RETURNING display_name, operator, sort, tie_break, min_score, max_score,
-              min_delta, max_delta, revision
+              min_delta, max_delta, reset, time_zone, revision
 )
 SELECT r.has_entries, w.*
 FROM refusal r

@@ -1,0 +1,259 @@
+//! Periods through the api (issue 22, part 1): a season board that resets when an admin asks
+//! posts to its current period, a reset opens the next one, and `period=current`, `previous`
+//! and a period id read the same from PostgreSQL (`strong`) and the projection (`eventual`),
+//! each answer naming its period. Where a period starts by the schedule is core's test
+//! (`core/tests/periods.rs`: daily, weekly, monthly in a zone, every n seconds).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use common::{TestEnv, app_with, get, seal, send};
+use ledgerboard_core::config::Millis;
+use ledgerboard_projector::Projector;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn admin(request: axum::http::request::Builder) -> axum::http::request::Builder {
+    request
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+        )
+}
+
+async fn put(app: &Router, board: &str, body: Value) -> (StatusCode, Value) {
+    let request = admin(Request::put(format!("/v1/boards/{board}")))
+        .body(Body::from(body.to_string()))
+        .expect("request");
+    send(app, request).await
+}
+
+async fn reset(app: &Router, board: &str) -> (StatusCode, Value) {
+    let request = admin(Request::post(format!("/v1/boards/{board}/reset")))
+        .body(Body::empty())
+        .expect("request");
+    send(app, request).await
+}
+
+async fn post(app: &Router, board: &str, event: &str, user: &str, delta: i64) -> Value {
+    let body = json!({"event_id": event, "user_id": user, "delta": delta});
+    let (status, answer) = send(app, common::command(board, body.to_string())).await;
+    assert!(status.is_success(), "{status} {answer}");
+    answer
+}
+
+/// (user, rank, score) of each entry.
+fn lines(page: &Value) -> Vec<(String, u64, i64)> {
+    page["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {page}"))
+        .iter()
+        .map(|e| {
+            (
+                e["user_id"].as_str().expect("user").to_owned(),
+                e["rank"].as_u64().expect("rank"),
+                e["score"].as_i64().expect("score"),
+            )
+        })
+        .collect()
+}
+
+/// The read at `uri` from both sources: the same entries, total and period, the eventual one
+/// from a whole projection.
+async fn both(app: &Router, uri: &str) -> Value {
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let (s1, strong) = get(app, &format!("{uri}{sep}consistency=strong")).await;
+    let (s2, eventual) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
+    assert_eq!(
+        (s1, s2),
+        (StatusCode::OK, StatusCode::OK),
+        "{strong} {eventual}"
+    );
+    assert_eq!(
+        eventual["freshness"]["source"], "projection",
+        "{uri}: {eventual}"
+    );
+    assert_eq!(
+        eventual["freshness"]["projection"], "whole",
+        "{uri}: {eventual}"
+    );
+    assert_eq!(lines(&strong), lines(&eventual), "{uri}");
+    assert_eq!(strong["total"], eventual["total"], "{uri}");
+    assert_eq!(strong["period"], eventual["period"], "{uri}");
+    strong
+}
+
+fn entries(list: &[(&str, u64, i64)]) -> Vec<(String, u64, i64)> {
+    list.iter()
+        .map(|(u, r, s)| ((*u).to_owned(), *r, *s))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_sources() {
+    let env = TestEnv::new(|s| {
+        s.projector.poll_interval_ms = Millis::of(20);
+    })
+    .await;
+    let app = app_with(&env.settings);
+    let (status, declared) = put(
+        &app,
+        "season",
+        json!({"operator": "add", "reset": "manual"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{declared}");
+    assert_eq!(
+        (&declared["reset"], &declared["time_zone"]),
+        (&json!("manual"), &json!("UTC"))
+    );
+
+    let first_event = uuid::Uuid::new_v4().to_string();
+    let alice = post(&app, "season", &first_event, "alice", 30).await;
+    let p1 = alice["period"]
+        .as_str()
+        .expect("the command names its period")
+        .to_owned();
+    assert_eq!(alice["board"], "season", "{alice}");
+    post(&app, "season", &uuid::Uuid::new_v4().to_string(), "bob", 10).await;
+    // A period is a board of its own: the reconciler's rebuild seals it like any other.
+    seal(&env, &format!("season~{p1}")).await;
+    let cancel = CancellationToken::new();
+    let projector = Projector::new(env.settings.clone(), env.database(), env.store());
+    let running = tokio::spawn(projector.run(cancel.clone()));
+    post(
+        &app,
+        "season",
+        &uuid::Uuid::new_v4().to_string(),
+        "carol",
+        20,
+    )
+    .await;
+    assert!(env.wait_drained(Duration::from_secs(10)).await);
+
+    let top = both(&app, "/v1/boards/season/top").await;
+    assert_eq!(top["period"], json!(p1), "{top}");
+    assert_eq!(
+        lines(&top),
+        entries(&[("alice", 1, 30), ("carol", 2, 20), ("bob", 3, 10)])
+    );
+
+    // A reset opens the next period at the next whole second of the database clock.
+    let (status, opened) = reset(&app, "season").await;
+    assert_eq!(status, StatusCode::OK, "{opened}");
+    let p2 = opened["period"].as_str().expect("period").to_owned();
+    assert!(p2 > p1 && opened["opened"] == json!(true), "{opened}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, now) = get(&app, "/v1/boards/season/top?consistency=strong").await;
+        if now["period"] == json!(p2) {
+            assert_eq!(now["total"], json!(0), "a new period starts empty: {now}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "period {p2} never became current: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let bob = post(&app, "season", &uuid::Uuid::new_v4().to_string(), "bob", 5).await;
+    assert_eq!(bob["period"], json!(p2), "{bob}");
+    assert_eq!(
+        (&bob["score"], &bob["version"]),
+        (&json!(5), &json!(1)),
+        "bob starts over: {bob}"
+    );
+    // A repeat of a command of the first period still answers as it did.
+    let again = post(&app, "season", &first_event, "alice", 30).await;
+    assert_eq!(
+        (&again["duplicate"], &again["period"]),
+        (&json!(true), &json!(p1)),
+        "{again}"
+    );
+    seal(&env, &format!("season~{p2}")).await;
+    assert!(env.wait_drained(Duration::from_secs(10)).await);
+
+    let current = both(&app, "/v1/boards/season/top").await;
+    assert_eq!(current["period"], json!(p2));
+    assert_eq!(lines(&current), entries(&[("bob", 1, 5)]));
+    let previous = both(&app, "/v1/boards/season/top?period=previous").await;
+    assert_eq!(previous["period"], json!(p1));
+    assert_eq!(
+        lines(&previous),
+        lines(&top),
+        "the first period stands as it closed"
+    );
+    let named = both(&app, &format!("/v1/boards/season/top?period={p1}")).await;
+    assert_eq!(lines(&named), lines(&top));
+    let member = both(
+        &app,
+        "/v1/boards/season/users?ids=alice,bob&period=previous",
+    )
+    .await;
+    assert_eq!(lines(&member), entries(&[("alice", 1, 30), ("bob", 3, 10)]));
+    let (status, me) = get(&app, "/v1/boards/season/users/bob?consistency=strong").await;
+    assert_eq!(
+        (status, &me["score"], &me["period"]),
+        (StatusCode::OK, &json!(5), &json!(p2))
+    );
+
+    // What cannot be asked.
+    let (status, bad) = get(&app, "/v1/boards/season/top?period=last-week").await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_period"))
+    );
+    post(&app, "plain", &uuid::Uuid::new_v4().to_string(), "ann", 1).await;
+    let (status, plain) = get(&app, "/v1/boards/plain/top?consistency=strong").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        plain.get("period").is_none(),
+        "a board that never resets names no period: {plain}"
+    );
+    let (status, bad) = get(&app, "/v1/boards/plain/top?period=previous").await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("board_never_resets"))
+    );
+    let (status, bad) = reset(&app, "plain").await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("board_never_resets"))
+    );
+    // The schedule of a board with entries does not change.
+    let (status, bad) = put(
+        &app,
+        "season",
+        json!({"operator": "add", "reset": "weekly"}),
+    )
+    .await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("board_has_entries")),
+        "{bad}"
+    );
+    let (status, bad) = put(&app, "other", json!({"operator": "add", "reset": "hourly"})).await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_reset"))
+    );
+    let (status, bad) = put(
+        &app,
+        "other",
+        json!({"operator": "add", "reset": "daily", "time_zone": "Europe/Nowhere"}),
+    )
+    .await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_time_zone")),
+        "{bad}"
+    );
+
+    cancel.cancel();
+    running.await.expect("projector task");
+}

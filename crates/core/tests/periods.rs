@@ -1,0 +1,499 @@
+//! Periods (migration V7, `board/periods.rs`) against the real PostgreSQL: where the schedule
+//! puts a period's start (asked about instants the test chooses: a clock it controls), which
+//! period a command lands in, manual resets, and the lock a period's close relies on, under
+//! concurrent commands across real boundaries.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::{self, apply_score_command, periods};
+use ledgerboard_core::config::{Count, DatabaseSettings};
+use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::definition::{Operator, Reset};
+use ledgerboard_core::domain::{BoardId, CommandOutcome};
+use ledgerboard_testkit::TestDb;
+use serde_json::Number;
+use uuid::Uuid;
+
+struct Env {
+    _db: TestDb,
+    db: Database,
+    client: tokio_postgres::Client,
+}
+
+async fn env() -> Env {
+    let test_db = TestDb::create().await;
+    let settings = DatabaseSettings {
+        url: test_db.url.as_str().into(),
+        pool_max_size: Count::of(20),
+        ..DatabaseSettings::default()
+    };
+    migrate(&settings).await.expect("migrate");
+    let db = Database::connect(&settings, "periods-test").expect("pool");
+    let client = test_db.client().await;
+    Env {
+        _db: test_db,
+        db,
+        client,
+    }
+}
+
+fn board(name: &str) -> BoardId {
+    BoardId::parse(name).expect("board")
+}
+
+impl Env {
+    /// Declares `name` as an add board with `reset` in `zone`, through core's definitions.
+    async fn declare(&self, name: &str, reset: Reset, zone: &str) {
+        let declaration = Declaration {
+            operator: Some(Operator::Add),
+            reset: Some(reset),
+            time_zone: Some(zone.to_owned()),
+            ..Declaration::default()
+        };
+        definitions::declare(&self.db, &board(name), &declaration)
+            .await
+            .expect("declare");
+    }
+
+    /// One add command of `delta` for `user`, validated against the board's definition.
+    async fn add(&self, name: &str, user: &str, delta: i64) -> CommandOutcome {
+        add(&self.db, name, user, delta).await
+    }
+
+    /// The period id the schedule gives `name` at `at` (RFC 3339), by the database function.
+    async fn period_at(&self, name: &str, at: &str) -> Option<String> {
+        self.client
+            .query_one(
+                "SELECT lb_period_id(lb_period_start(d.board_id, d.reset, d.time_zone,
+                                                     $2::text::timestamptz))
+                 FROM board_definitions d WHERE d.board_id = $1",
+                &[&name, &at],
+            )
+            .await
+            .expect("period at")
+            .get(0)
+    }
+
+    /// user → (score, version) on one board (a board or a period of one).
+    async fn rows(&self, board_id: &str) -> BTreeMap<String, (i64, i64)> {
+        self.client
+            .query(
+                "SELECT user_id, score, version FROM user_scores WHERE board_id = $1",
+                &[&board_id],
+            )
+            .await
+            .expect("rows")
+            .iter()
+            .map(|r| (r.get(0), (r.get(1), r.get(2))))
+            .collect()
+    }
+}
+
+async fn add(db: &Database, name: &str, user: &str, delta: i64) -> CommandOutcome {
+    let def = definitions::get(db, &board(name))
+        .await
+        .expect("definition");
+    let delta = Number::from(delta);
+    let cmd = board::command(
+        &def,
+        &Uuid::new_v4().to_string(),
+        user,
+        None,
+        Some(&delta),
+        None,
+    )
+    .expect("valid command");
+    apply_score_command(db, &cmd, None).await.expect("applied")
+}
+
+/// Seconds since the epoch, with a fraction.
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The period id (`YYYYMMDDTHHMMSSZ`) of the whole second `secs` since the epoch.
+fn period_id(secs: i64) -> String {
+    // Civil date from days since the epoch (Howard Hinnant's algorithm), UTC.
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[tokio::test]
+async fn the_schedule_cuts_periods_at_the_board_zones_midnights() {
+    let env = env().await;
+    env.declare("daily-paris", Reset::Daily, "Europe/Paris")
+        .await;
+    env.declare("weekly-utc", Reset::Weekly, "UTC").await;
+    env.declare("monthly-ny", Reset::Monthly, "America/New_York")
+        .await;
+    env.declare("rounds", Reset::Every(10), "UTC").await;
+    // The declaration opened each board's first period now: ask about instants after it.
+    let cases = [
+        // Paris springs forward on 2027-03-28: that day starts at 23:00 UTC the day before
+        // (UTC+1), the next at 22:00 UTC (UTC+2).
+        ("daily-paris", "2027-03-28T12:00:00Z", "20270327T230000Z"),
+        ("daily-paris", "2027-03-28T22:30:00Z", "20270328T220000Z"),
+        (
+            "daily-paris",
+            "2027-03-28T21:59:59.999Z",
+            "20270327T230000Z",
+        ),
+        // Weeks start on Monday: 2027-01-06 is a Wednesday.
+        ("weekly-utc", "2027-01-06T10:00:00Z", "20270104T000000Z"),
+        ("weekly-utc", "2027-01-04T00:00:00Z", "20270104T000000Z"),
+        ("weekly-utc", "2027-01-03T23:59:59Z", "20261228T000000Z"),
+        // 2027-02-01 03:00 UTC is still 31 January in New York (UTC-5).
+        ("monthly-ny", "2027-02-01T03:00:00Z", "20270101T050000Z"),
+        ("monthly-ny", "2027-02-01T05:00:00Z", "20270201T050000Z"),
+        ("rounds", "2027-01-01T12:00:07.5Z", "20270101T120000Z"),
+        ("rounds", "2027-01-01T12:00:10Z", "20270101T120010Z"),
+    ];
+    for (name, at, expected) in cases {
+        assert_eq!(
+            env.period_at(name, at).await.as_deref(),
+            Some(expected),
+            "{name} at {at}"
+        );
+    }
+
+    // A manual reset after a boundary starts a period of its own; the next boundary ends it.
+    env.client
+        .execute(
+            "INSERT INTO board_resets (board_id, starts_at, actor)
+             VALUES ('weekly-utc', '2027-01-07T15:30:00Z', 'test')",
+            &[],
+        )
+        .await
+        .expect("reset");
+    for (at, expected) in [
+        ("2027-01-07T15:29:59Z", "20270104T000000Z"),
+        ("2027-01-07T15:30:00Z", "20270107T153000Z"),
+        ("2027-01-10T23:00:00Z", "20270107T153000Z"),
+        ("2027-01-11T00:00:00Z", "20270111T000000Z"),
+    ] {
+        assert_eq!(
+            env.period_at("weekly-utc", at).await.as_deref(),
+            Some(expected),
+            "weekly-utc at {at}"
+        );
+    }
+
+    // A board that never resets has no period; an unknown zone is refused at declaration.
+    env.declare("plain", Reset::Never, "UTC").await;
+    assert_eq!(env.period_at("plain", "2027-01-01T00:00:00Z").await, None);
+    let bad = Declaration {
+        operator: Some(Operator::Add),
+        reset: Some(Reset::Daily),
+        time_zone: Some("Mars/Olympus_Mons".into()),
+        ..Declaration::default()
+    };
+    let refused = definitions::declare(&env.db, &board("mars"), &bad).await;
+    assert!(
+        matches!(
+            refused,
+            Err(definitions::DefineError::Invalid(
+                definitions::DefinitionError::TimeZone
+            ))
+        ),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn commands_land_in_the_period_open_when_their_statement_runs() {
+    let env = env().await;
+    // A board that never resets keeps its plain id and its commands name no period.
+    let plain = env.add("plain", "ann", 5).await;
+    assert_eq!(plain.period, None);
+    assert_eq!(env.rows("plain").await.len(), 1);
+
+    env.declare("season", Reset::Manual, "UTC").await;
+    let first = periods::current(&env.db, &board("season"))
+        .await
+        .expect("periods")
+        .expect("season resets");
+    assert_eq!(
+        first.previous, None,
+        "a manual board starts with one period"
+    );
+    assert_eq!(first.ends_in_ms, None);
+    let a = env.add("season", "ann", 10).await;
+    assert_eq!(a.period.as_deref(), Some(first.current.as_str()));
+    let b = env.add("season", "ann", 7).await;
+    assert_eq!((b.score, b.version), (17, 2));
+
+    // A reset opens the next period at the next whole second.
+    let reset = periods::reset(&env.db, &board("season"), "test")
+        .await
+        .expect("reset")
+        .expect("season resets");
+    assert!(reset.opened && reset.period > first.current, "{reset:?}");
+    let again = periods::reset(&env.db, &board("season"), "test")
+        .await
+        .expect("reset")
+        .expect("season resets");
+    assert!(
+        !again.opened || again.period > reset.period,
+        "a second reset in the same second opens nothing: {again:?}"
+    );
+    // Wait until the new period is open by the database clock.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let second = loop {
+        let p = periods::current(&env.db, &board("season"))
+            .await
+            .expect("periods")
+            .expect("season resets");
+        if p.current >= reset.period {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the reset's period never opened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(second.previous.as_deref(), Some(first.current.as_str()));
+    let c = env.add("season", "ann", 3).await;
+    let third = c.period.clone().expect("a period");
+    assert!(third >= reset.period, "{third} before {}", reset.period);
+    // A new period is a new entry: ann starts over there, and the old period keeps 17.
+    assert_eq!((c.score, c.version), (3, 1));
+    let old = format!("season~{}", first.current);
+    let new = format!("season~{third}");
+    assert_eq!(env.rows(&old).await["ann"], (17, 2));
+    assert_eq!(env.rows(&new).await["ann"], (3, 1));
+    assert!(
+        env.rows("season").await.is_empty(),
+        "nothing lands on the board itself"
+    );
+    // Each event and outbox row names the period its command landed in.
+    let events: Vec<String> = env
+        .client
+        .query(
+            "SELECT e.board_id FROM score_events e JOIN leaderboard_outbox o USING (event_id)
+             WHERE e.board_id = o.board_id AND e.board_id LIKE 'season~%'
+             ORDER BY e.created_at",
+            &[],
+        )
+        .await
+        .expect("events")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, [old.clone(), old, new]);
+
+    // The rule of a board with entries (in any of its periods) does not change.
+    let changed = definitions::update(
+        &env.db,
+        &board("season"),
+        &Declaration {
+            reset: Some(Reset::Daily),
+            ..Declaration::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(changed, Err(definitions::DefineError::HasEntries { .. })),
+        "{changed:?}"
+    );
+}
+
+#[tokio::test]
+async fn commands_across_real_boundaries_each_land_in_one_period_and_a_closed_one_stays_closed() {
+    let env = env().await;
+    env.declare("rounds", Reset::Every(1), "UTC").await;
+    let db = Arc::new(env.db.clone());
+    let stop = Instant::now() + Duration::from_millis(3_200);
+    let mut tasks = Vec::new();
+    for w in 0..6 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut n = 0;
+            while Instant::now() < stop {
+                let before = now_secs();
+                let outcome = add(&db, "rounds", &format!("u{w}-{}", n % 3), 1).await;
+                let after = now_secs();
+                seen.push((before, after, outcome));
+                n += 1;
+            }
+            seen
+        }));
+    }
+
+    // Once a boundary has passed, hold the board's period lock exclusively (as a close does):
+    // from then on, no command may add to the period that ended.
+    let mut ended = None;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while ended.is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let p = periods::current(&env.db, &board("rounds"))
+            .await
+            .expect("periods")
+            .expect("rounds resets");
+        if let Some(previous) = p.previous
+            && env.rows(&format!("rounds~{previous}")).await.len() > 1
+        {
+            ended = Some(previous);
+        }
+    }
+    let ended = ended.expect("a period with entries ended while commands ran");
+    let ended_board = format!("rounds~{ended}");
+    let count = "SELECT count(*), coalesce(sum(version), 0)::bigint FROM user_scores
+                 WHERE board_id = $1";
+    let mut close = env.db.client().await.expect("client");
+    let tx = close.transaction().await.expect("begin");
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(lb_period_lock_key('rounds'))",
+        &[],
+    )
+    .await
+    .expect("lock");
+    let at_close: (i64, i64) = {
+        let r = tx.query_one(count, &[&ended_board]).await.expect("count");
+        (r.get(0), r.get(1))
+    };
+    tx.commit().await.expect("commit");
+    // Commands go on for a while after the close.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let later = env
+        .client
+        .query_one(count, &[&ended_board])
+        .await
+        .expect("count");
+    assert_eq!(
+        (later.get::<_, i64>(0), later.get::<_, i64>(1)),
+        at_close,
+        "a command landed in period {ended} after its close held the lock"
+    );
+
+    let mut commands = 0;
+    let mut periods_seen = std::collections::BTreeSet::new();
+    for task in tasks {
+        for (before, after, outcome) in task.await.expect("writer") {
+            commands += 1;
+            let period = outcome.period.expect("every command names its period");
+            // The period is the 1-second period of an instant between the send and the answer
+            // (the database and the test share this machine's clock).
+            let earliest = period_id(before.floor() as i64);
+            let latest = period_id(after.floor() as i64);
+            assert!(
+                earliest <= period && period <= latest,
+                "sent at {before}, answered at {after}, landed in {period}"
+            );
+            periods_seen.insert(period);
+        }
+    }
+    assert!(periods_seen.len() >= 3, "{periods_seen:?}");
+    // Each command's effect is in exactly one period: the versions summed over every period
+    // are the commands.
+    let versions: i64 = env
+        .client
+        .query_one(
+            "SELECT coalesce(sum(version), 0)::bigint FROM user_scores
+             WHERE board_id > 'rounds~' AND board_id < 'rounds~~'",
+            &[],
+        )
+        .await
+        .expect("versions")
+        .get(0);
+    assert_eq!(versions, commands);
+}
+
+#[tokio::test]
+async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
+    let env = env().await;
+    env.declare("season", Reset::Manual, "UTC").await;
+    let first = env.add("season", "ann", 10).await.period.expect("period");
+    let old = format!("season~{first}");
+
+    // Hold ann's row so that her next command reads the clock (in the first period) and then
+    // waits, in flight, across the boundary.
+    let mut holder = env.db.client().await.expect("client");
+    let hold = holder.transaction().await.expect("begin");
+    hold.execute(
+        "SELECT 1 FROM user_scores WHERE board_id = $1 AND user_id = 'ann' FOR UPDATE",
+        &[&old],
+    )
+    .await
+    .expect("hold the row");
+    let db = env.db.clone();
+    let in_flight = tokio::spawn(async move { add(&db, "season", "ann", 5).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !in_flight.is_finished(),
+        "the command should wait for the row"
+    );
+
+    let reset = periods::reset(&env.db, &board("season"), "test")
+        .await
+        .expect("reset")
+        .expect("season resets");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while periods::current(&env.db, &board("season"))
+        .await
+        .expect("periods")
+        .expect("season resets")
+        .current
+        < reset.period
+    {
+        assert!(Instant::now() < deadline, "the reset's period never opened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The first period has ended. Its close takes the period lock exclusively: it must wait
+    // for the command still in flight in it.
+    let db = env.db.clone();
+    let closing_board = old.clone();
+    let close = tokio::spawn(async move {
+        let mut client = db.client().await.expect("client");
+        let tx = client.transaction().await.expect("begin");
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(lb_period_lock_key('season'))",
+            &[],
+        )
+        .await
+        .expect("lock");
+        let version: i64 = tx
+            .query_one(
+                "SELECT version FROM user_scores WHERE board_id = $1 AND user_id = 'ann'",
+                &[&closing_board],
+            )
+            .await
+            .expect("ann")
+            .get(0);
+        tx.commit().await.expect("commit");
+        version
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !close.is_finished(),
+        "the close took the lock while a command of its period was in flight"
+    );
+    hold.commit().await.expect("release the row");
+    let landed = in_flight.await.expect("command");
+    assert_eq!(landed.period.as_deref(), Some(first.as_str()));
+    assert_eq!((landed.score, landed.version), (15, 2));
+    assert_eq!(
+        close.await.expect("close"),
+        2,
+        "the close saw the late command"
+    );
+}
