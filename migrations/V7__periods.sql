@@ -98,3 +98,48 @@ ALTER TABLE user_scores DROP CONSTRAINT user_scores_board_id_format;
 ALTER TABLE user_scores ADD CONSTRAINT user_scores_board_id_format
     CHECK (board_id ~ '^[A-Za-z0-9_.-]{1,64}(~[0-9]{8}T[0-9]{6}Z)?$') NOT VALID;
 ALTER TABLE user_scores VALIDATE CONSTRAINT user_scores_board_id_format;
+
+-- A closed period's final standings, frozen for payouts (issue 22, part 2): written once, in
+-- one transaction, after the period ended, every command that read a clock inside it has
+-- committed (the close holds the period lock exclusively) and its outbox rows are projected.
+-- The api serves them from here, never from Redis. A moderation after the close changes the
+-- period's live rows (and its projection) but not these; an erasure replaces the user's id
+-- here too, with its pseudonym (moderation_erase.sql), which `lbctl period verify` names.
+CREATE TABLE period_closes (
+    board_id  text        COLLATE "C" NOT NULL,
+    period    text        COLLATE "C" NOT NULL,
+    closed_at timestamptz NOT NULL DEFAULT now(),
+    -- The order the standings were ranked in (the board's, at the close).
+    sort      text        NOT NULL,
+    tie_break text        NOT NULL,
+    entries   bigint      NOT NULL,
+    -- SHA-256 over the standings' lines in position order (lb_standings_line, joined by '\n').
+    digest    bytea       NOT NULL,
+    PRIMARY KEY (board_id, period)
+);
+
+CREATE TABLE period_standings (
+    board_id text   COLLATE "C" NOT NULL,
+    period   text   COLLATE "C" NOT NULL,
+    -- 1..entries in the board's order (score, then tie, then user id): unique.
+    position bigint NOT NULL,
+    -- Competition (1, 2, 2, 4) and dense (1, 2, 2, 3) ranks by score, as the reads' rank modes.
+    rank     bigint NOT NULL,
+    dense    bigint NOT NULL,
+    user_id  text   COLLATE "C" NOT NULL,
+    score    bigint NOT NULL,
+    tie      bigint NOT NULL,
+    version  bigint NOT NULL,
+    metadata jsonb,
+    PRIMARY KEY (board_id, period, position)
+);
+
+-- An erasure finds the user's frozen rows.
+CREATE INDEX period_standings_user ON period_standings (user_id);
+
+-- One line of the digest: what a payout depends on (position, user, score, tie). User ids have
+-- no control characters (domain.rs), so tabs and newlines cannot be forged inside one.
+CREATE FUNCTION lb_standings_line(p_position bigint, p_user text, p_score bigint, p_tie bigint)
+RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT p_position || E'\t' || p_user || E'\t' || p_score || E'\t' || p_tie
+$$;

@@ -30,6 +30,8 @@ pub enum ApiError {
     NeverResets(String),
     /// `period=previous` of a board whose first period is the current one (404).
     NoSuchPeriod(String),
+    /// The standings of a period that is not closed (404).
+    PeriodNotClosed(String),
     /// `consistency=eventual` with `min_version` the projection does not hold yet (409): the
     /// caller asked for the projection only, and it cannot honour read-your-writes yet.
     Stale,
@@ -95,6 +97,11 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "board_never_resets",
                 format!("board {board} never resets: it has one period, read without period= (declare it with a reset to give it periods)"),
+            ),
+            Self::PeriodNotClosed(period) => (
+                StatusCode::NOT_FOUND,
+                "period_not_closed",
+                format!("period {period} is not closed: it is open, has not been closed yet (the reconciler closes ended periods after its passes), or never existed"),
             ),
             Self::NoSuchPeriod(board) => (
                 StatusCode::NOT_FOUND,

@@ -43,6 +43,10 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/users/{user_id}/around",
             get(routes::reads::around),
         )
+        .route(
+            "/v1/boards/{board}/periods/{period}/standings",
+            get(routes::periods::standings),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_read,

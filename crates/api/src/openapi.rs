@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{boards, commands, moderation, reads};
+use crate::routes::{boards, commands, moderation, periods, reads};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,6 +22,7 @@ use crate::routes::{boards, commands, moderation, reads};
         boards::get_board,
         boards::list_boards,
         boards::post_reset,
+        periods::standings,
         moderation::post_moderation
     ),
     modifiers(&BearerAuth),
@@ -29,6 +30,7 @@ use crate::routes::{boards, commands, moderation, reads};
         (name = "commands", description = "idempotent score commands"),
         (name = "reads", description = "leaderboard reads with their freshness"),
         (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
+        (name = "periods", description = "closed periods' frozen standings, from PostgreSQL only (payouts)"),
         (name = "moderation", description = "idempotent, audited removals, bans and erasures (admin scope)")
     )
 )]

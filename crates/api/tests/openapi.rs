@@ -32,6 +32,7 @@ async fn the_document_covers_every_route_and_its_answers() {
         [
             "/v1/boards",
             "/v1/boards/{board}",
+            "/v1/boards/{board}/periods/{period}/standings",
             "/v1/boards/{board}/reset",
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
@@ -101,6 +102,8 @@ async fn the_document_covers_every_route_and_its_answers() {
         "BoardDefinition",
         "BoardList",
         "ResetOutcome",
+        "Standings",
+        "Standing",
     ] {
         assert!(schemas.contains_key(s), "no schema {s}");
     }

@@ -202,6 +202,71 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         (StatusCode::OK, &json!(5), &json!(p2))
     );
 
+    // The reconciler closes the ended period (after its passes): its standings are frozen,
+    // read from PostgreSQL only, with the digest a payout names; the open period has none.
+    let closes = ledgerboard_reconciler::periods::close_due(&env.database())
+        .await
+        .expect("close");
+    assert_eq!(closes.closed, 1, "{closes:?}");
+    let (status, frozen) = get(&app, &format!("/v1/boards/season/periods/{p1}/standings")).await;
+    assert_eq!(status, StatusCode::OK, "{frozen}");
+    assert_eq!(
+        (&frozen["entries"], &frozen["period"]),
+        (&json!(3), &json!(p1)),
+        "{frozen}"
+    );
+    assert_eq!(
+        frozen["digest"].as_str().map(str::len),
+        Some(64),
+        "{frozen}"
+    );
+    let rows: Vec<(String, i64, i64)> = frozen["standings"]
+        .as_array()
+        .expect("standings")
+        .iter()
+        .map(|r| {
+            (
+                r["user_id"].as_str().expect("user").to_owned(),
+                r["rank"].as_i64().expect("rank"),
+                r["score"].as_i64().expect("score"),
+            )
+        })
+        .collect();
+    let want: Vec<(String, i64, i64)> = lines(&top)
+        .into_iter()
+        .map(|(u, r, s)| (u, r as i64, s))
+        .collect();
+    assert_eq!(
+        rows, want,
+        "the frozen standings are the period's last read"
+    );
+    let (status, page) = get(
+        &app,
+        &format!("/v1/boards/season/periods/{p1}/standings?limit=2"),
+    )
+    .await;
+    assert_eq!(
+        (status, &page["next"]),
+        (StatusCode::OK, &json!(2)),
+        "{page}"
+    );
+    let (status, page) = get(
+        &app,
+        &format!("/v1/boards/season/periods/{p1}/standings?after=2"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["standings"][0]["user_id"], "bob", "{page}");
+    let (status, open) = get(&app, &format!("/v1/boards/season/periods/{p2}/standings")).await;
+    assert_eq!(
+        (status, open["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("period_not_closed"))
+    );
+    let again = ledgerboard_reconciler::periods::close_due(&env.database())
+        .await
+        .expect("close");
+    assert_eq!(again.closed, 0, "a closed period is not closed again");
+
     // What cannot be asked.
     let (status, bad) = get(&app, "/v1/boards/season/top?period=last-week").await;
     assert_eq!(

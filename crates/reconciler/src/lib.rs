@@ -6,6 +6,7 @@ pub mod classify;
 pub mod lock;
 pub mod metrics;
 pub mod pass;
+pub mod periods;
 pub mod rebuild;
 pub mod report;
 pub mod requests;
@@ -71,6 +72,14 @@ impl Reconciler {
             .ok_or(ReconcilerError::Busy)?;
         self.set_lock_held(true);
         let report = run_pass(&self.db, &self.store, Some(&held), options).await;
+        // Periods close under the same lock, after whole passes only (a dry run writes
+        // nothing; a pass over one board is an operator's look at that board).
+        if !options.dry_run
+            && options.board.is_none()
+            && let Err(e) = periods::close_due(&self.db).await
+        {
+            tracing::warn!(error = %e, "the periods due for a close could not be listed");
+        }
         held.release().await;
         self.set_lock_held(false);
         report.record_metrics();

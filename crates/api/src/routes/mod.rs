@@ -4,6 +4,7 @@
 pub mod boards;
 pub mod commands;
 pub mod moderation;
+pub mod periods;
 pub mod reads;
 
 use axum::extract::rejection::PathRejection;

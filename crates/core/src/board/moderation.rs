@@ -317,6 +317,7 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
                 "events": row.try_get::<_, i64>("events")?,
                 "outbox_rows": row.try_get::<_, i64>("outbox_rows")?,
                 "audit_rows": row.try_get::<_, i64>("audit_rows")?,
+                "standings_rows": row.try_get::<_, i64>("standings_rows")?,
                 "boards": row.try_get::<_, Vec<String>>("boards")?,
             })
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::types::Type;
 
-use crate::db::{Database, Op, Statement, StoreError};
+use crate::db::{Database, Op, Statement, StoreError, commit};
 use crate::domain::BoardId;
 
 /// Parameters: board.
@@ -131,4 +131,299 @@ impl PeriodCache {
         let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
         cached.get(board).cloned()
     }
+}
+
+/// Parameters: board, period.
+pub static CLOSE_CHECK: Statement<2> = Statement::new(
+    Op::PeriodClose,
+    include_str!("sql/period_close_check.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+/// Parameters: board.
+pub static CLOSE_LOCK: Statement<1> = Statement::new(
+    Op::PeriodClose,
+    include_str!("sql/period_close_lock.sql"),
+    [Type::TEXT],
+);
+/// Parameters: the period's board id.
+pub static CLOSE_PENDING: Statement<1> = Statement::new(
+    Op::PeriodClose,
+    include_str!("sql/period_close_pending.sql"),
+    [Type::TEXT],
+);
+/// Parameters: board, period, sort, tie break.
+pub static CLOSE: Statement<4> = Statement::new(
+    Op::PeriodClose,
+    include_str!("sql/period_close.sql"),
+    [Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+);
+/// Parameters: board, period.
+pub static GET: Statement<2> = Statement::new(
+    Op::PeriodRead,
+    include_str!("sql/period_get.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+/// Parameters: board, period, after position, limit.
+pub static STANDINGS: Statement<4> = Statement::new(
+    Op::PeriodRead,
+    include_str!("sql/period_standings.sql"),
+    [Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
+);
+/// Parameters: limit.
+pub static DUE: Statement<1> = Statement::new(
+    Op::PeriodRead,
+    include_str!("sql/period_due.sql"),
+    [Type::INT8],
+);
+/// Parameters: board, period.
+pub static VERIFY: Statement<2> = Statement::new(
+    Op::PeriodRead,
+    include_str!("sql/period_verify.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+
+/// How long a close waits for the commands in flight in its period (they hold the period lock
+/// shared; new commands of the board wait behind the close meanwhile).
+pub const CLOSE_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// A closed period: when, in which order, how many entries, and the SHA-256 (hex) of its
+/// standings' lines (`lb_standings_line`, migration V7).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Closed {
+    /// When the close committed its transaction's start, by the database clock (UTC).
+    pub closed_at: String,
+    pub sort: String,
+    pub tie_break: String,
+    pub entries: i64,
+    pub digest: String,
+}
+
+/// What [`close`] found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// This call froze the standings.
+    Closed(Closed),
+    /// An earlier close had (nothing written now).
+    AlreadyClosed(Closed),
+    /// The period is still open (the current one, or one that has not started).
+    NotEnded,
+    /// Outbox rows of the period still wait for the projector: close later.
+    Pending,
+    /// The board never resets (or is undeclared).
+    NeverResets,
+}
+
+/// Closes one ended period of `board`: waits for the commands still in flight in it (the period
+/// lock), and once Redis holds all of it (no pending outbox row), freezes its standings in one
+/// transaction. Idempotent: a period closes once, whoever asks and however often.
+pub async fn close(
+    db: &Database,
+    board: &BoardId,
+    period: &str,
+) -> Result<CloseOutcome, StoreError> {
+    let board = board.base();
+    let period_board = board
+        .in_period(period)
+        .map_err(|_| StoreError::Internal(format!("{period:?} is not a period id")))?;
+    let mut client = db.client().await?;
+    // Dropped without commit (an early return), the transaction rolls back.
+    let tx = client.transaction().await?;
+    let stmts = db.statements();
+    let Some(check) = stmts
+        .query(&tx, &CLOSE_CHECK, [&board.as_str(), &period])
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(CloseOutcome::NeverResets);
+    };
+    if check.try_get::<_, bool>("closed")? {
+        drop(tx);
+        return Ok(match closed(db, &board, period).await? {
+            Some(c) => CloseOutcome::AlreadyClosed(c),
+            None => CloseOutcome::Pending,
+        });
+    }
+    if !check.try_get::<_, bool>("ended")? {
+        return Ok(CloseOutcome::NotEnded);
+    }
+    let sort: String = check.try_get("sort")?;
+    let tie_break: String = check.try_get("tie_break")?;
+    let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
+    stmts
+        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .await?;
+    stmts.query(&tx, &CLOSE_LOCK, [&board.as_str()]).await?;
+    let pending: bool = stmts
+        .query_one(&tx, &CLOSE_PENDING, [&period_board.as_str()])
+        .await?
+        .try_get("pending")?;
+    if pending {
+        return Ok(CloseOutcome::Pending);
+    }
+    let written: bool = stmts
+        .query_one(&tx, &CLOSE, [&board.as_str(), &period, &sort, &tie_break])
+        .await?
+        .try_get("written")?;
+    commit(tx).await?;
+    let Some(done) = closed(db, &board, period).await? else {
+        return Err(StoreError::Internal(format!(
+            "period {period_board} was closed and has no close row"
+        )));
+    };
+    Ok(if written {
+        CloseOutcome::Closed(done)
+    } else {
+        CloseOutcome::AlreadyClosed(done)
+    })
+}
+
+/// The close of a period; None when it is not closed.
+pub async fn closed(
+    db: &Database,
+    board: &BoardId,
+    period: &str,
+) -> Result<Option<Closed>, StoreError> {
+    let Some(row) = db
+        .query_opt(&GET, [&board.base().as_str(), &period])
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Closed {
+        closed_at: row.try_get("closed_at")?,
+        sort: row.try_get("sort")?,
+        tie_break: row.try_get("tie_break")?,
+        entries: row.try_get("entries")?,
+        digest: row.try_get("digest")?,
+    }))
+}
+
+/// One line of a closed period's standings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Standing {
+    /// 1.. in the board's order (unique).
+    pub position: i64,
+    /// Competition rank by score (1, 2, 2, 4).
+    pub rank: i64,
+    /// Dense rank by score (1, 2, 2, 3).
+    pub dense_rank: i64,
+    pub user_id: String,
+    pub score: i64,
+    /// The order among equal scores on an `earliest` board (0 on `user_id` boards).
+    pub tie: i64,
+    pub version: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Most standings one page holds.
+pub const MAX_STANDINGS_PAGE: i64 = 1_000;
+
+/// Up to `limit` standings of a closed period after position `after` (0: from the first).
+pub async fn standings(
+    db: &Database,
+    board: &BoardId,
+    period: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Standing>, StoreError> {
+    let limit = limit.clamp(1, MAX_STANDINGS_PAGE);
+    let rows = db
+        .query(
+            &STANDINGS,
+            [&board.base().as_str(), &period, &after, &limit],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let metadata: Option<String> = r.try_get("metadata")?;
+            Ok(Standing {
+                position: r.try_get("position")?,
+                rank: r.try_get("rank")?,
+                dense_rank: r.try_get("dense")?,
+                user_id: r.try_get("user_id")?,
+                score: r.try_get("score")?,
+                tie: r.try_get("tie")?,
+                version: r.try_get("version")?,
+                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()),
+            })
+        })
+        .collect()
+}
+
+/// Up to `limit` ended periods that are not closed, oldest first: (board, period id).
+pub async fn due(db: &Database, limit: i64) -> Result<Vec<(BoardId, String)>, StoreError> {
+    let rows = db.query(&DUE, [&limit]).await?;
+    let mut due = Vec::with_capacity(rows.len());
+    for r in rows {
+        let raw: String = r.try_get(0)?;
+        let period: String = r.try_get(1)?;
+        // A board id the table's CHECK allowed, and a period a command's statement named.
+        match BoardId::parse(&raw) {
+            Ok(board) if crate::domain::is_period_id(&period) => due.push((board, period)),
+            _ => tracing::warn!(board = raw, period, "skipping a period that is not one"),
+        }
+    }
+    Ok(due)
+}
+
+/// What [`verify`] found of a closed period.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Verification {
+    /// The frozen rows now, and the count the close wrote.
+    pub rows: i64,
+    pub entries: i64,
+    /// The digest recomputed from the rows as they are now equals the close's.
+    pub digest_matches: bool,
+    /// Rows whose score and version are those of the user's newest event in the period.
+    pub agree: i64,
+    /// Rows that are not (or whose user has no event in the period).
+    pub disagree: i64,
+    /// Rows whose user was erased since (they carry the erasure's pseudonym).
+    pub erased: i64,
+    /// Users with events in the period and no row, and those of them no removal, ban or
+    /// erasure explains.
+    pub left_out: i64,
+    pub left_out_unexplained: i64,
+}
+
+impl Verification {
+    /// Whether the standings are exactly what the close froze and what the events say.
+    pub fn holds(&self) -> bool {
+        self.digest_matches
+            && self.rows == self.entries
+            && self.disagree == 0
+            && self.left_out_unexplained == 0
+    }
+}
+
+/// Checks a closed period's frozen standings against their digest and against the events;
+/// None when the period is not closed.
+pub async fn verify(
+    db: &Database,
+    board: &BoardId,
+    period: &str,
+) -> Result<Option<Verification>, StoreError> {
+    let Some(r) = db
+        .query_opt(&VERIFY, [&board.base().as_str(), &period])
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Verification {
+        rows: r.try_get("rows")?,
+        entries: r.try_get("entries")?,
+        digest_matches: r
+            .try_get::<_, Option<bool>>("digest_matches")?
+            .unwrap_or(false),
+        agree: r.try_get("agree")?,
+        disagree: r.try_get("disagree")?,
+        erased: r.try_get("erased")?,
+        left_out: r.try_get("left_out")?,
+        left_out_unexplained: r.try_get("left_out_unexplained")?,
+    }))
 }

@@ -65,6 +65,12 @@ pub enum Op {
     BoardPeriod,
     /// A manual reset of a board (`board/sql/period_reset.sql`).
     BoardReset,
+    /// A period's close: its checks, its lock and the frozen standings
+    /// (`board/sql/period_close*.sql`).
+    PeriodClose,
+    /// A closed period: its close row, a page of its standings, its verification, the periods
+    /// due for a close (`board/sql/period_{get,standings,verify,due}.sql`).
+    PeriodRead,
 }
 
 impl Label for Op {
@@ -103,6 +109,8 @@ impl Label for Op {
         Op::Moderate,
         Op::BoardPeriod,
         Op::BoardReset,
+        Op::PeriodClose,
+        Op::PeriodRead,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -148,6 +156,8 @@ impl Op {
             Op::Moderate => "moderate",
             Op::BoardPeriod => "board_period",
             Op::BoardReset => "board_reset",
+            Op::PeriodClose => "period_close",
+            Op::PeriodRead => "period_read",
         }
     }
 }

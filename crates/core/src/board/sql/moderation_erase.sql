@@ -8,7 +8,10 @@
 --                    metadata;
 --   leaderboard_outbox every row of theirs likewise; a row still pending is marked published
 --                    (the erasure supersedes it);
---   moderation_actions earlier audit rows of the user carry the pseudonym.
+--   moderation_actions earlier audit rows of the user carry the pseudonym;
+--   period_standings the frozen standings of closed periods carry the pseudonym, without
+--                    metadata (their digest then no longer matches: `lbctl period verify`
+--                    counts such rows as erased).
 -- Then one outbox row per board where the user had an entry or a tombstone asks the
 -- projection to take out every trace ('erase': member, version, metadata, distinct score,
 -- tombstone); its user_id, the only copy of the id left, is overwritten when it is published
@@ -41,6 +44,10 @@ audits AS (
     UPDATE moderation_actions SET user_id = $2 WHERE user_id = $1 AND action_id <> $3
     RETURNING 1
 ),
+frozen AS (
+    UPDATE period_standings SET user_id = $2, metadata = NULL WHERE user_id = $1
+    RETURNING 1
+),
 boards AS (
     SELECT board_id, max(version) AS version
     FROM (SELECT board_id, version FROM entries
@@ -58,4 +65,5 @@ SELECT (SELECT count(*) FROM entries) AS entries,
        (SELECT count(*) FROM events) AS events,
        (SELECT count(*) FROM outbox_rows) AS outbox_rows,
        (SELECT count(*) FROM audits) AS audit_rows,
+       (SELECT count(*) FROM frozen) AS standings_rows,
        coalesce((SELECT array_agg(board_id ORDER BY board_id) FROM boards), '{}') AS boards

@@ -1,0 +1,43 @@
+-- Freezes a period's final standings, in the close's transaction after its lock (so every
+-- command of the period has committed, and this statement's snapshot, taken after the lock,
+-- sees them all): the visible entries ranked in the board's order, numbered (position) and
+-- ranked by score (competition and dense, as the reads' rank modes), and one row with their
+-- count and the SHA-256 of their lines. Writes nothing when the period is closed already (a
+-- second close, or a concurrent one that committed first): closing twice writes once.
+-- $1 board id, $2 period id, $3 sort (ascending|descending), $4 tie break.
+--
+-- The order: descending boards put the greater (score, tie, user id) first, ascending boards
+-- the smaller (definition.rs's Order); on a descending board the ascending keys are all NULL
+-- and the descending ones decide, and the other way round.
+WITH open AS (
+    SELECT 1 AS open
+    WHERE NOT EXISTS (SELECT 1 FROM period_closes WHERE board_id = $1 AND period = $2)
+),
+ranked AS MATERIALIZED (
+    SELECT user_id, score, tie, version, metadata,
+           row_number() OVER (ORDER BY CASE WHEN $3 = 'ascending' THEN score END,
+                                       CASE WHEN $3 = 'ascending' THEN tie END,
+                                       CASE WHEN $3 = 'ascending' THEN user_id END,
+                                       score DESC, tie DESC, user_id DESC) AS position,
+           rank() OVER (ORDER BY CASE WHEN $3 = 'ascending' THEN score END, score DESC) AS rank,
+           dense_rank() OVER (ORDER BY CASE WHEN $3 = 'ascending' THEN score END,
+                                       score DESC) AS dense
+    FROM user_scores
+    WHERE board_id = $1 || '~' || $2 AND NOT hidden AND EXISTS (SELECT 1 FROM open)
+),
+standings AS (
+    INSERT INTO period_standings
+        (board_id, period, position, rank, dense, user_id, score, tie, version, metadata)
+    SELECT $1, $2, position, rank, dense, user_id, score, tie, version, metadata FROM ranked
+),
+closed AS (
+    INSERT INTO period_closes (board_id, period, sort, tie_break, entries, digest)
+    SELECT $1, $2, $3, $4, (SELECT count(*) FROM ranked),
+           sha256(convert_to(coalesce(
+               (SELECT string_agg(lb_standings_line(position, user_id, score, tie), E'\n'
+                                  ORDER BY position)
+                FROM ranked), ''), 'UTF8'))
+    FROM open
+    RETURNING closed_at
+)
+SELECT count(*) > 0 AS written FROM closed
