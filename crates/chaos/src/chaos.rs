@@ -399,6 +399,47 @@ async fn chaos(
             .await?;
     }
     let before = before_repair(stack, &probes.corrupted).await?;
+    // Every board is whole now. A last ban, removal and unban, drained, and every board compared
+    // again: no rebuild follows them, so the projector's handling of each is what is compared
+    // (see `moderation::after_the_faults`).
+    let mut visible: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for board in BOARDS {
+        let users = stack.placed_source(&BoardId::parse(board)?).await?;
+        visible.insert(board, users.into_keys().collect());
+    }
+    let after_applied = moderation::after_the_faults(
+        api_addr,
+        &stack.bearer,
+        &ledger,
+        &mut rng,
+        load_started,
+        &visible,
+        &probes.corrupted,
+    )
+    .await;
+    wait_drained(stack, &probes.corrupted, Duration::from_secs(60)).await?;
+    let mut after_equal = 0;
+    let mut after_problems = Vec::new();
+    for board in BOARDS {
+        let id = BoardId::parse(board)?;
+        let source = stack.placed_source(&id).await?;
+        let (seal, projection) = stack.sealed_projection(&id).await?;
+        if seal != Seal::Whole {
+            after_problems.push(format!(
+                "{board}: not whole ({seal:?}) after the moderation that followed the faults"
+            ));
+            continue;
+        }
+        let differences: Vec<String> = projection_differences(board, &source, &projection)
+            .into_iter()
+            .filter(|(user, _)| !probes.corrupted.contains(&(board.to_owned(), user.clone())))
+            .map(|(_, d)| format!("after the moderation that followed the faults: {d}"))
+            .collect();
+        if differences.is_empty() {
+            after_equal += 1;
+        }
+        after_problems.extend(differences);
+    }
     let passes_before = reconciler_passes(reconciler_admin).await? - passes_at_start;
     let rebuilds = reconciler_rebuilds(reconciler_admin).await.unwrap_or(-1.0);
     tokio::task::block_in_place(|| reconciler.terminate(Duration::from_secs(15)));
@@ -411,6 +452,7 @@ async fn chaos(
     let mut mismatches: Vec<String> = ledger.violations.clone();
     mismatches.extend(probes.problems.iter().cloned());
     mismatches.extend(before.problems.iter().cloned());
+    mismatches.extend(after_problems);
     if passes_before != 0.0 {
         mismatches.push(format!(
             "{passes_before} reconciler pass(es) ran during the load or before the comparison"
@@ -623,6 +665,10 @@ async fn chaos(
             "before repair: slowest rebuild after the read, ms",
             before.rebuilt_max.map_or_else(|| "–".to_owned(), ms),
         ),
+        (
+            "after the faults: moderation actions applied / boards whole and equal after their drain",
+            format!("{after_applied} / {after_equal}"),
+        ),
         ("final pass: rows checked", totals["checked"].to_string()),
         (
             "final pass: drift found (missing+stale+ahead+corrupt+orphan)",
@@ -664,7 +710,10 @@ async fn chaos(
          Before any reconciliation pass (none ran during the load), after the drain: every whole \
          board equals `user_scores`' visible entries except at members chaos corrupted; every \
          board not whole is read through the api from PostgreSQL with PostgreSQL's visible \
-         entries, then rebuilt by the requested rebuild and equal. Then one pass: nothing ahead, \
+         entries, then rebuilt by the requested rebuild and equal. Then, every board whole, a last \
+         ban, removal and unban (none at a corrupted member), drained, and every board whole and \
+         equal to the visible entries again: no rebuild follows them to mend a projector that \
+         mishandles one. Then one pass: nothing ahead, \
          no more repairs than corruptions injected. Checked after it: every accepted command has \
          exactly one event with its board, user and value and no other event exists; every \
          member is what its board's rule makes of the accepted commands recorded above the \

@@ -120,6 +120,14 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
         Some("0"),
         "{report}"
     );
+    // After the faults, with every board whole: a ban, a removal (and an unban when a user is
+    // banned) applied, and each board whole and equal after their drain, with no rebuild between.
+    let (applied, equal) = pair(figure(
+        &report,
+        "after the faults: moderation actions applied / boards whole and equal",
+    ));
+    assert!(applied >= 2, "{report}");
+    assert_eq!(equal, 3, "{report}");
 
     // The comparison before repair ran with no pass behind it, and met a board not whole
     // (the one deleted after the drain at least), read from PostgreSQL and then rebuilt.

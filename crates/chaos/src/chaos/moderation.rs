@@ -291,53 +291,140 @@ pub(super) async fn moderator(
                     },
                 };
                 let raced = matches!(act, Act::Remove(..)) && racing.is_some();
-                let id = rng.uuid();
-                let reason = format!("chaos {} {}", act.name(), rng.below(1_000_000));
-                let body = act.body(id, &reason);
-                let (status, answer, retries) = post(api, &bearer, &body, deadline).await;
-                let mut l = lock(&ledger);
-                l.moderation.sent += 1 + retries;
-                l.moderation.retries += retries;
-                let v: Value = serde_json::from_str(&answer).unwrap_or_default();
-                match status {
-                    Some(201) | Some(200)
-                        if (status == Some(201) || retries > 0 && v["duplicate"] == true)
-                            && v["action"].as_str() == Some(act.name()) =>
-                    {
-                        match &act {
-                            Act::Ban(u) => {
-                                l.moderation.banned.insert(u.clone());
-                            }
-                            Act::Unban(u) => {
-                                l.moderation.banned.remove(u);
-                            }
-                            Act::Remove(..) => {
-                                l.moderation.racing_removals += u64::from(raced);
-                            }
-                        }
-                        l.moderation.applied.push(Moderated {
-                            id,
-                            act,
-                            reason,
-                            status: status.unwrap_or_default(),
-                            at: v["at"].as_str().unwrap_or_default().to_owned(),
-                            answered: started.elapsed(),
-                            result: v["result"].clone(),
-                        });
-                    }
-                    None => {
-                        // Applied or not, nobody knows: the check cannot be exact.
-                        l.moderation.unresolved += 1;
-                        l.violations
-                            .push(format!("moderation action {id} ({body}) left unresolved"));
-                    }
-                    Some(s) => l.violations.push(format!(
-                        "moderation action {id} ({body}) answered {s}: {answer}"
-                    )),
-                }
+                apply(
+                    api, &bearer, &ledger, &mut rng, started, deadline, act, raced,
+                )
+                .await;
             }
         }
     }
+}
+
+/// Sends a new action and records it in the ledger when the api applied it (201, or 200
+/// `duplicate: true` after a retry: an earlier attempt committed); any other answer is a
+/// violation. True when it was applied.
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    rng: &mut Rng,
+    started: Instant,
+    deadline: Instant,
+    act: Act,
+    raced: bool,
+) -> bool {
+    let id = rng.uuid();
+    let reason = format!("chaos {} {}", act.name(), rng.below(1_000_000));
+    let body = act.body(id, &reason);
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    let v: Value = serde_json::from_str(&answer).unwrap_or_default();
+    match status {
+        Some(201) | Some(200)
+            if (status == Some(201) || retries > 0 && v["duplicate"] == true)
+                && v["action"].as_str() == Some(act.name()) =>
+        {
+            match &act {
+                Act::Ban(u) => {
+                    l.moderation.banned.insert(u.clone());
+                }
+                Act::Unban(u) => {
+                    l.moderation.banned.remove(u);
+                }
+                Act::Remove(..) => {
+                    l.moderation.racing_removals += u64::from(raced);
+                }
+            }
+            l.moderation.applied.push(Moderated {
+                id,
+                act,
+                reason,
+                status: status.unwrap_or_default(),
+                at: v["at"].as_str().unwrap_or_default().to_owned(),
+                answered: started.elapsed(),
+                result: v["result"].clone(),
+            });
+            true
+        }
+        None => {
+            // Applied or not, nobody knows: the check cannot be exact.
+            l.moderation.unresolved += 1;
+            l.violations
+                .push(format!("moderation action {id} ({body}) left unresolved"));
+            false
+        }
+        Some(s) => {
+            l.violations.push(format!(
+                "moderation action {id} ({body}) answered {s}: {answer}"
+            ));
+            false
+        }
+    }
+}
+
+/// After the faults and the comparison before repair, with every board whole: a ban of a
+/// user with visible entries, a removal of another's visible entry and an unban of a banned
+/// user (when there is one), none at a member chaos corrupted (its rows wait for the repair).
+/// No rebuild follows them, so what the projection then holds is the projector's own handling
+/// of each action: during the load a later rebuild from PostgreSQL can mend a projector that
+/// mishandles one (a `hide` projected as a placement), and a run can pass with it.
+/// Returns how many were applied.
+pub(super) async fn after_the_faults(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    rng: &mut Rng,
+    started: Instant,
+    visible: &BTreeMap<&'static str, Vec<String>>,
+    corrupted: &BTreeSet<(String, String)>,
+) -> usize {
+    let banned: Vec<String> = lock(ledger).moderation.banned.iter().cloned().collect();
+    let clean = |board: &str, user: &String| !corrupted.contains(&(board.to_owned(), user.clone()));
+    // Users with a visible entry on every board they have one, none corrupted.
+    let mut candidates: Vec<(&'static str, &String)> = visible
+        .iter()
+        .flat_map(|(board, users)| users.iter().map(move |u| (*board, u)))
+        .filter(|(board, user)| {
+            BOARDS.iter().all(|b| clean(b, user)) && !banned.contains(user) && clean(board, user)
+        })
+        .collect();
+    candidates.sort();
+    let mut acts = Vec::new();
+    if !candidates.is_empty() {
+        let (_, user) = candidates[rng.below(candidates.len() as u64) as usize];
+        acts.push(Act::Ban(user.clone()));
+        let others: Vec<&(&'static str, &String)> =
+            candidates.iter().filter(|(_, u)| *u != user).collect();
+        if !others.is_empty() {
+            let (board, other) = others[rng.below(others.len() as u64) as usize];
+            acts.push(Act::Remove(board, (*other).clone()));
+        }
+    }
+    if let Some(user) = banned.iter().find(|u| BOARDS.iter().all(|b| clean(b, u))) {
+        acts.push(Act::Unban(user.clone()));
+    }
+    let mut applied = 0;
+    for act in acts {
+        // The deadline has passed: `post` gives up after the settle limit.
+        if apply(
+            api,
+            bearer,
+            ledger,
+            rng,
+            started,
+            Instant::now(),
+            act,
+            false,
+        )
+        .await
+        {
+            applied += 1;
+        }
+    }
+    applied
 }
 
 /// Sends a moderation command until an answer says what happened (2xx or 4xx); 5xx answers
