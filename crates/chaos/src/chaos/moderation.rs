@@ -218,45 +218,10 @@ pub(super) async fn moderator(
         };
         match earlier {
             // A repeat: the same id and payload must answer 200 with the first outcome.
-            Some(first) if roll < 15 => {
-                let body = first.act.body(first.id, &first.reason);
-                let (status, answer, retries) = post(api, &bearer, &body, deadline).await;
-                let mut l = lock(&ledger);
-                l.moderation.sent += 1 + retries;
-                l.moderation.retries += retries;
-                let v: Value = serde_json::from_str(&answer).unwrap_or_default();
-                if status == Some(200)
-                    && v["duplicate"] == true
-                    && v["result"] == first.result
-                    && v["at"].as_str() == Some(first.at.as_str())
-                {
-                    l.moderation.duplicates_confirmed += 1;
-                } else if status.is_some() {
-                    l.violations.push(format!(
-                        "repeat of moderation action {} answered {status:?}: {answer} (first: {})",
-                        first.id,
-                        first.to_json()
-                    ));
-                }
-            }
+            // A repeat: the same id and payload must answer 200 with the first outcome.
+            Some(first) if roll < 15 => repeat(api, &bearer, &ledger, &first, deadline).await,
             // A reuse of the id for another command (another reason): refused, nothing done.
-            Some(first) => {
-                let body = first
-                    .act
-                    .body(first.id, &format!("{} (another)", first.reason));
-                let (status, answer, retries) = post(api, &bearer, &body, deadline).await;
-                let mut l = lock(&ledger);
-                l.moderation.sent += 1 + retries;
-                l.moderation.retries += retries;
-                if status == Some(409) && answer.contains("action_id_reused") {
-                    l.moderation.conflicts_refused += 1;
-                } else if status.is_some() {
-                    l.violations.push(format!(
-                        "reuse of moderation action {} answered {status:?}: {answer}",
-                        first.id
-                    ));
-                }
-            }
+            Some(first) => reuse(api, &bearer, &ledger, &first, deadline).await,
             None => {
                 let pick = rng.below(100);
                 let target = {
@@ -297,6 +262,62 @@ pub(super) async fn moderator(
                 .await;
             }
         }
+    }
+}
+
+/// Sends an applied action again, same id and payload: it must answer 200 with
+/// `duplicate: true`, the first answer's `result` and its `at`.
+async fn repeat(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    first: &Moderated,
+    deadline: Instant,
+) {
+    let body = first.act.body(first.id, &first.reason);
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    let v: Value = serde_json::from_str(&answer).unwrap_or_default();
+    if status == Some(200)
+        && v["duplicate"] == true
+        && v["result"] == first.result
+        && v["at"].as_str() == Some(first.at.as_str())
+    {
+        l.moderation.duplicates_confirmed += 1;
+    } else if status.is_some() {
+        l.violations.push(format!(
+            "repeat of moderation action {} answered {status:?}: {answer} (first: {})",
+            first.id,
+            first.to_json()
+        ));
+    }
+}
+
+/// Sends an applied action's id with another reason: it must be refused, 409
+/// `action_id_reused` (and change nothing, which the check sees).
+async fn reuse(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    first: &Moderated,
+    deadline: Instant,
+) {
+    let body = first
+        .act
+        .body(first.id, &format!("{} (another)", first.reason));
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    if status == Some(409) && answer.contains("action_id_reused") {
+        l.moderation.conflicts_refused += 1;
+    } else if status.is_some() {
+        l.violations.push(format!(
+            "reuse of moderation action {} answered {status:?}: {answer}",
+            first.id
+        ));
     }
 }
 
@@ -367,7 +388,8 @@ async fn apply(
 
 /// After the faults and the comparison before repair, with every board whole: a ban of a
 /// user with visible entries, a removal of another's visible entry and an unban of a banned
-/// user (when there is one), none at a member chaos corrupted (its rows wait for the repair).
+/// user (when there is one), none at a member chaos corrupted (its rows wait for the repair),
+/// then a repeat and a reuse of the last of them.
 /// No rebuild follows them, so what the projection then holds is the projector's own handling
 /// of each action: during the load a later rebuild from PostgreSQL can mend a projector that
 /// mishandles one (a `hide` projected as a placement), and a run can pass with it.
@@ -423,6 +445,13 @@ pub(super) async fn after_the_faults(
         {
             applied += 1;
         }
+    }
+    // And a repeat and a reuse of the last one, so that every run has at least one of each
+    // (during the load they are a share of the loop's requests: none in an unlucky run).
+    let last = lock(ledger).moderation.applied.last().cloned();
+    if let Some(last) = last {
+        repeat(api, bearer, ledger, &last, Instant::now()).await;
+        reuse(api, bearer, ledger, &last, Instant::now()).await;
     }
     applied
 }
