@@ -30,6 +30,9 @@ use uuid::Uuid;
 
 use crate::stack::{PROJECTOR, Placed, RECONCILER, Stack};
 
+mod moderation;
+use moderation::InFlight;
+
 /// One board of the run: its rule, and the definition the run declares for it (`PUT
 /// /v1/boards/{board}` before the load), none for the undeclared add board.
 struct Spec {
@@ -90,6 +93,9 @@ const NO_PASS_INTERVAL_MS: &str = "604800000";
 const EVENTS: &str = include_str!("sql/events.sql");
 const TERMINATE_BACKENDS: &str = include_str!("sql/terminate_backends.sql");
 const PENDING_MEMBERS: &str = include_str!("sql/pending_members.sql");
+const MEMBERS: &str = include_str!("sql/members.sql");
+const REMOVED_ENTRIES: &str = include_str!("sql/removed_entries.sql");
+const BANNED_USERS: &str = include_str!("sql/banned_users.sql");
 
 pub struct Options {
     pub duration: Duration,
@@ -149,6 +155,11 @@ struct Ledger {
     retries: u64,
     /// Answers that break the contract, as they came.
     violations: Vec<String>,
+    /// Members with a client's command in flight, and how many (`moderation::InFlight`): the
+    /// moderation loop races removals against them.
+    in_flight: HashMap<(&'static str, String), usize>,
+    /// The moderation loop's actions and answers.
+    moderation: moderation::ModerationLedger,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -310,7 +321,8 @@ async fn chaos(
     let passes_at_start = startup_pass(reconciler_admin).await?;
 
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let deadline = Instant::now() + options.duration;
+    let load_started = Instant::now();
+    let deadline = load_started + options.duration;
     let api_addr = stack.api_addr()?;
     let clients: Vec<_> = (0..options.clients.max(1))
         .map(|i| {
@@ -323,6 +335,16 @@ async fn chaos(
             ))
         })
         .collect();
+    // One moderation loop (one action at a time: its order is the database's, see
+    // `moderation`), with choices of its own from the seed.
+    let moderator = tokio::spawn(moderation::moderator(
+        api_addr,
+        stack.bearer.clone(),
+        ledger.clone(),
+        Rng(options.seed ^ 0x6d6f_6465_7261_7465),
+        load_started,
+        deadline,
+    ));
 
     let mut rng = Rng(options.seed);
     let mut probes = Probes::default();
@@ -349,6 +371,7 @@ async fn chaos(
     for c in clients {
         c.await.context("a client task failed")?;
     }
+    moderator.await.context("the moderation loop failed")?;
     let load_secs = options.duration.as_secs_f64();
 
     // The faults have stopped: every process up, the outbox drained. No pass has run.
@@ -376,6 +399,47 @@ async fn chaos(
             .await?;
     }
     let before = before_repair(stack, &probes.corrupted).await?;
+    // Every board is whole now. A last ban, removal and unban, drained, and every board compared
+    // again: no rebuild follows them, so the projector's handling of each is what is compared
+    // (see `moderation::after_the_faults`).
+    let mut visible: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for board in BOARDS {
+        let users = stack.placed_source(&BoardId::parse(board)?).await?;
+        visible.insert(board, users.into_keys().collect());
+    }
+    let after_applied = moderation::after_the_faults(
+        api_addr,
+        &stack.bearer,
+        &ledger,
+        &mut rng,
+        load_started,
+        &visible,
+        &probes.corrupted,
+    )
+    .await;
+    wait_drained(stack, &probes.corrupted, Duration::from_secs(60)).await?;
+    let mut after_equal = 0;
+    let mut after_problems = Vec::new();
+    for board in BOARDS {
+        let id = BoardId::parse(board)?;
+        let source = stack.placed_source(&id).await?;
+        let (seal, projection) = stack.sealed_projection(&id).await?;
+        if seal != Seal::Whole {
+            after_problems.push(format!(
+                "{board}: not whole ({seal:?}) after the moderation that followed the faults"
+            ));
+            continue;
+        }
+        let differences: Vec<String> = projection_differences(board, &source, &projection)
+            .into_iter()
+            .filter(|(user, _)| !probes.corrupted.contains(&(board.to_owned(), user.clone())))
+            .map(|(_, d)| format!("after the moderation that followed the faults: {d}"))
+            .collect();
+        if differences.is_empty() {
+            after_equal += 1;
+        }
+        after_problems.extend(differences);
+    }
     let passes_before = reconciler_passes(reconciler_admin).await? - passes_at_start;
     let rebuilds = reconciler_rebuilds(reconciler_admin).await.unwrap_or(-1.0);
     tokio::task::block_in_place(|| reconciler.terminate(Duration::from_secs(15)));
@@ -388,6 +452,7 @@ async fn chaos(
     let mut mismatches: Vec<String> = ledger.violations.clone();
     mismatches.extend(probes.problems.iter().cloned());
     mismatches.extend(before.problems.iter().cloned());
+    mismatches.extend(after_problems);
     if passes_before != 0.0 {
         mismatches.push(format!(
             "{passes_before} reconciler pass(es) ran during the load or before the comparison"
@@ -418,6 +483,22 @@ async fn chaos(
         ));
     }
     mismatches.extend(check(stack, &ledger).await?);
+    // The moderation ledger, each action with what the api answered and when, beside the report.
+    let banned_at_end = moderation::expectation(&ledger.moderation.applied, &mut Vec::new())
+        .banned
+        .len();
+    let actions: Vec<serde_json::Value> = ledger
+        .moderation
+        .applied
+        .iter()
+        .map(|m| m.to_json())
+        .collect();
+    std::fs::create_dir_all(&options.out)
+        .with_context(|| format!("creating {}", options.out.display()))?;
+    std::fs::write(
+        options.out.join("moderation.json"),
+        serde_json::to_string_pretty(&actions)?,
+    )?;
     if !drained.elsewhere.is_empty() || drained.parked != 0 {
         mismatches.push(format!(
             "outbox after the drain: rows pending at {} member(s) chaos did not corrupt ({:?}), {} parked",
@@ -483,6 +564,45 @@ async fn chaos(
             ledger.unresolved.len().to_string(),
         ),
         (
+            "moderation: bans applied",
+            ledger.moderation.count("ban").to_string(),
+        ),
+        (
+            "moderation: unbans applied",
+            ledger.moderation.count("unban").to_string(),
+        ),
+        (
+            "moderation: removals applied",
+            ledger.moderation.count("remove").to_string(),
+        ),
+        (
+            "moderation: removals sent while a command of the member was in flight",
+            ledger.moderation.racing_removals.to_string(),
+        ),
+        (
+            "moderation: entries removed",
+            ledger.moderation.entries_removed().to_string(),
+        ),
+        (
+            "moderation: users banned at the end",
+            banned_at_end.to_string(),
+        ),
+        (
+            "moderation: repeats answered 200 with the first outcome",
+            ledger.moderation.duplicates_confirmed.to_string(),
+        ),
+        (
+            "moderation: id reuses refused 409",
+            ledger.moderation.conflicts_refused.to_string(),
+        ),
+        (
+            "moderation: retries after an answer was lost / left unresolved",
+            format!(
+                "{} / {}",
+                ledger.moderation.retries, ledger.moderation.unresolved
+            ),
+        ),
+        (
             "Redis restarted empty: first honest bounded read, ms (max)",
             max_ms(probes.restarts.iter().map(|r| r.0).collect()),
         ),
@@ -545,6 +665,10 @@ async fn chaos(
             "before repair: slowest rebuild after the read, ms",
             before.rebuilt_max.map_or_else(|| "–".to_owned(), ms),
         ),
+        (
+            "after the faults: moderation actions applied / boards whole and equal after their drain",
+            format!("{after_applied} / {after_equal}"),
+        ),
         ("final pass: rows checked", totals["checked"].to_string()),
         (
             "final pass: drift found (missing+stale+ahead+corrupt+orphan)",
@@ -577,22 +701,39 @@ async fn chaos(
         md.push_str(&format!("| {} | {n} |\n", fault.describe()));
     }
     md.push_str(
-        "\nBefore any reconciliation pass (none ran during the load), after the drain: every whole \
-         board equals `user_scores` except at members chaos corrupted; every board not whole is \
-         read through the api from PostgreSQL with PostgreSQL's entries, then rebuilt by the \
-         requested rebuild and equal. Then one pass: nothing ahead, no more repairs than \
-         corruptions injected. Checked after it: every accepted command has exactly one \
-         event with its board, user and value and no other event exists; every member is what its \
-         board's rule makes of its accepted commands (chaos-a, add: the sum of the deltas and \
-         their count; chaos-b, best ascending: the lowest submission, version the number of \
-         events recorded improving, each beating the one before; chaos-c, latest: the \
-         submission of the last recorded version, version the number of commands); ties are 0 \
-         on chaos-a and on the earliest boards unique and of the board's sign; every board's \
-         sorted set and version hash equal `user_scores` (score, version and tie); after the drain no outbox row is parked, and none is pending except at \
-         members chaos corrupted, whose rows the projection script refuses until the repair \
-         (fail closed). The backlog fault is this run's \
-         scale; a backlog of 1,000,000 rows is tested in \
-         `crates/api/tests/projection_truth.rs`.\n",
+        "\nDuring the load one moderation loop bans, unbans and removes entries through \
+         `POST /v1/moderation` (one action at a time, so its order is the database's commit \
+         order; half the removals race a command of the member in flight), repeats \
+         action ids (200, the first outcome) and reuses them with another reason (409); each \
+         action applied, with the api's answer and when it came, is in `moderation.json` beside \
+         this report.\n\n\
+         Before any reconciliation pass (none ran during the load), after the drain: every whole \
+         board equals `user_scores`' visible entries except at members chaos corrupted; every \
+         board not whole is read through the api from PostgreSQL with PostgreSQL's visible \
+         entries, then rebuilt by the requested rebuild and equal. Then, every board whole, a last \
+         ban, removal and unban (none at a corrupted member), drained, and every board whole and \
+         equal to the visible entries again: no rebuild follows them to mend a projector that \
+         mishandles one. Then one pass: nothing ahead, \
+         no more repairs than corruptions injected. Checked after it: every accepted command has \
+         exactly one event with its board, user and value and no other event exists; every \
+         member is what its board's rule makes of the accepted commands recorded above the \
+         version its last removal left in `removed_entries` (chaos-a, add: the sum of the deltas; \
+         chaos-b, best ascending: the lowest submission, each event recorded improving beating \
+         the one before; chaos-c, latest: the submission of the highest recorded version; the \
+         version is the removal's, plus one per command (improving one on chaos-b), plus one per \
+         ban or unban whose answer lists the entry since), and a member removed with no command \
+         after has no row; `banned_users` holds exactly the users whose last applied ban or \
+         unban is a ban, their entries are hidden with their scores intact and every other entry \
+         is visible; `removed_entries` holds exactly the members a removal took an entry from; \
+         each answer agrees with the state the actions before it left (a ban changes something \
+         only for a user not banned, a removed entry was hidden only if its user was banned); \
+         ties are 0 on chaos-a and on the earliest boards unique and of the board's sign; every \
+         board's sorted set and version hash equal `user_scores`' visible entries (score, version \
+         and tie), so no banned user and no removed entry is in Redis, and a bounded top read \
+         lists them in order and no banned user; after the drain no outbox row is parked, and \
+         none is pending except at members chaos corrupted, whose rows the projection script \
+         refuses until the repair (fail closed). The backlog fault is this run's scale; a \
+         backlog of 1,000,000 rows is tested in `crates/api/tests/projection_truth.rs`.\n",
     );
     if !mismatches.is_empty() {
         md.push_str("\n## Mismatches (first 50)\n\n");
@@ -1041,20 +1182,10 @@ async fn client(
                 l.accepted.get(&event).map(|c| (event, c.clone(), first))
             }
         };
-        match known {
+        let (event, command, kind) = match known {
             // A duplicate: the same command again must answer 200 with the first outcome.
             Some((event, command, first)) if roll < 10 => {
-                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
-                let mut l = lock(&ledger);
-                l.sent += 1 + retries;
-                l.retries += retries;
-                let same_outcome = first.is_none_or(|f| outcome(&body) == Some(f));
-                if status == Some(200) && body.contains(r#""duplicate":true"#) && same_outcome {
-                    l.duplicates_confirmed += 1;
-                } else if status.is_some() {
-                    l.violations
-                        .push(format!("duplicate of {event} answered {status:?}: {body}"));
-                }
+                (event, command, Sending::Duplicate(first))
             }
             // A conflicting reuse: the same event id with another value must be refused.
             Some((event, mut command, _)) => {
@@ -1066,17 +1197,7 @@ async fn client(
                 } else {
                     command.value + 1
                 };
-                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
-                let mut l = lock(&ledger);
-                l.sent += 1 + retries;
-                l.retries += retries;
-                if status == Some(409) {
-                    l.conflicts_refused += 1;
-                } else if status.is_some() {
-                    l.violations.push(format!(
-                        "conflicting reuse of {event} answered {status:?}: {body}"
-                    ));
-                }
+                (event, command, Sending::Reuse)
             }
             None => {
                 let event = rng.uuid();
@@ -1092,31 +1213,60 @@ async fn client(
                 } else {
                     rng.below(SCORES) as i64
                 };
-                let command = Command { board, user, value };
-                let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
-                let mut l = lock(&ledger);
-                l.sent += 1 + retries;
-                l.retries += retries;
-                match status {
-                    Some(201) => {
-                        l.accepted.insert(event, command);
-                        l.order.push((event, outcome(&body)));
-                    }
-                    // An earlier attempt committed but its answer was lost.
-                    Some(200) if retries > 0 && body.contains(r#""duplicate":true"#) => {
-                        l.accepted.insert(event, command);
-                        l.order.push((event, outcome(&body)));
-                    }
-                    None => {
-                        l.unresolved.insert(event, command);
-                    }
-                    Some(s) => l
-                        .violations
-                        .push(format!("new command {event} answered {s}: {body}")),
+                (event, Command { board, user, value }, Sending::New)
+            }
+        };
+        let _in_flight = InFlight::begin(&ledger, command.board, &command.user);
+        let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
+        let mut l = lock(&ledger);
+        l.sent += 1 + retries;
+        l.retries += retries;
+        match kind {
+            Sending::Duplicate(first) => {
+                let same_outcome = first.is_none_or(|f| outcome(&body) == Some(f));
+                if status == Some(200) && body.contains(r#""duplicate":true"#) && same_outcome {
+                    l.duplicates_confirmed += 1;
+                } else if status.is_some() {
+                    l.violations
+                        .push(format!("duplicate of {event} answered {status:?}: {body}"));
                 }
             }
+            Sending::Reuse => {
+                if status == Some(409) {
+                    l.conflicts_refused += 1;
+                } else if status.is_some() {
+                    l.violations.push(format!(
+                        "conflicting reuse of {event} answered {status:?}: {body}"
+                    ));
+                }
+            }
+            Sending::New => match status {
+                Some(201) => {
+                    l.accepted.insert(event, command);
+                    l.order.push((event, outcome(&body)));
+                }
+                // An earlier attempt committed but its answer was lost.
+                Some(200) if retries > 0 && body.contains(r#""duplicate":true"#) => {
+                    l.accepted.insert(event, command);
+                    l.order.push((event, outcome(&body)));
+                }
+                None => {
+                    l.unresolved.insert(event, command);
+                }
+                Some(s) => l
+                    .violations
+                    .push(format!("new command {event} answered {s}: {body}")),
+            },
         }
     }
+}
+
+/// What a client sends: a new command, a duplicate of an accepted one (with the score and
+/// version its first answer stated), or a reuse of an accepted one's id with another value.
+enum Sending {
+    New,
+    Duplicate(Option<(i64, i64)>),
+    Reuse,
 }
 
 /// The score and version a command's answer states.
@@ -1331,28 +1481,120 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
             problems.push(format!("event {event} recorded but never accepted"));
         }
     }
+    // Moderation: what the applied actions, in the loop's order (the database's commit order,
+    // see `moderation`), make of each member, checked against what PostgreSQL keeps.
+    let moderated = moderation::expectation(&ledger.moderation.applied, &mut problems);
+    let mut removed_entries: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for r in client.query(REMOVED_ENTRIES, &[]).await? {
+        removed_entries.insert((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?);
+    }
+    let mut banned_users = BTreeSet::new();
+    for r in client.query(BANNED_USERS, &[]).await? {
+        banned_users.insert(r.try_get::<_, String>(0)?);
+    }
+    moderation::compare_state(&moderated, &removed_entries, &banned_users, &mut problems);
     for board in BOARDS {
         let spec = spec(board);
         let mut want: Members = BTreeMap::new();
         for (user, commands) in applied.remove(board).unwrap_or_default() {
-            match expected(spec.kind, commands) {
+            let member = (board.to_owned(), user.to_owned());
+            // A removal's version splits the member's commands exactly (see `moderation`):
+            // those recorded above it make the entry, those below it went with the removed one;
+            // none can have it (it is the removal's own).
+            let base = removed_entries.get(&member).copied().unwrap_or(0);
+            if commands.iter().any(|c| c.1 == base) {
+                problems.push(format!(
+                    "{board}/{user}: a command recorded version {base}, the removal's"
+                ));
+            }
+            let after: Vec<Applied> = commands.into_iter().filter(|c| c.1 > base).collect();
+            let bumps = moderated.bumps.get(&member).copied().unwrap_or(0);
+            match expected(spec.kind, after, base, bumps) {
                 Ok(Some(t)) => {
                     want.insert(user.to_owned(), (t.score, t.version));
                 }
+                // No command after the last removal (or none at all): no entry.
                 Ok(None) => {}
                 Err(e) => problems.push(format!("{board}/{user}: {e}")),
             }
         }
         let id = BoardId::parse(board)?;
-        let source = stack.placed_source(&id).await?;
-        let scores: Members = source
-            .iter()
-            .map(|(u, (s, v, _))| (u.clone(), (*s, *v)))
-            .collect();
+        // Every entry, hidden ones included: a banned user's score stays intact.
+        let mut scores: Members = BTreeMap::new();
+        for r in client.query(MEMBERS, &[&board]).await? {
+            let user: String = r.try_get(0)?;
+            let hidden: bool = r.try_get(3)?;
+            if hidden != moderated.banned.contains(&user) {
+                problems.push(format!(
+                    "{board}/{user}: PostgreSQL holds hidden = {hidden}, but the user's last \
+                     applied ban or unban is {}",
+                    if hidden {
+                        "an unban (or none)"
+                    } else {
+                        "a ban"
+                    }
+                ));
+            }
+            scores.insert(user, (r.try_get(1)?, r.try_get(2)?));
+        }
         diff(&mut problems, board, "PostgreSQL", &want, &scores);
+        // The visible entries: what Redis and every read must hold, and nothing else.
+        let source = stack.placed_source(&id).await?;
         problems.extend(tie_problems(board, spec, &source));
         let (_, projection) = stack.sealed_projection(&id).await?;
         diff(&mut problems, board, "Redis", &source, &projection);
+        for user in projection.keys() {
+            if moderated.banned.contains(user) {
+                problems.push(format!("{board}/{user}: banned, but Redis holds it"));
+            }
+            if moderated
+                .removed
+                .contains(&(board.to_owned(), user.clone()))
+                && !want.contains_key(user)
+            {
+                problems.push(format!(
+                    "{board}/{user}: removed with no command after, but Redis holds it"
+                ));
+            }
+        }
+        // A bounded read (limit 1000 covers every member): PostgreSQL's visible entries in
+        // their order, and no banned user.
+        match bounded_read(stack, board, "?limit=1000").await? {
+            None => problems.push(format!(
+                "{board}: the bounded top read after the check failed"
+            )),
+            Some(read) => {
+                let got: Vec<(String, i64)> = read["entries"]
+                    .as_array()
+                    .map(|entries| {
+                        entries
+                            .iter()
+                            .map(|e| {
+                                (
+                                    e["user_id"].as_str().unwrap_or_default().to_owned(),
+                                    e["score"].as_i64().unwrap_or(i64::MIN),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for (user, _) in &got {
+                    if moderated.banned.contains(user) {
+                        problems.push(format!("{board}/{user}: banned, but the top read lists it"));
+                    }
+                }
+                let want = ranking(spec.sort, &source);
+                if got != want {
+                    problems.push(format!(
+                        "{board}: the top read gave {} entries, not PostgreSQL's {} visible ones \
+                         in their order (freshness {})",
+                        got.len(),
+                        want.len(),
+                        read["freshness"]
+                    ));
+                }
+            }
+        }
     }
     Ok(problems)
 }
@@ -1363,30 +1605,53 @@ type Members = BTreeMap<String, (i64, i64)>;
 /// The score and version a member's accepted commands make by the board's rule
 /// ([`BoardKind::expected`]), from each command's value and the version and `improved` its
 /// event recorded; an error naming what is wrong when the recorded events themselves break
-/// the rule. Concurrent commands of one member are applied in an order no client knows, so
-/// the order comes from the recorded versions where the rule needs one:
+/// the rule. `commands` are those after the member's last removal, whose version was `base`
+/// (0: never removed), and `bumps` bans and unbans changed the entry since (one version each).
+/// Concurrent commands of one member are applied in an order no client knows, so the order
+/// comes from the recorded versions where the rule needs one:
 /// - add: the sum of the deltas and their count (any order);
-/// - best: the best value by the sort (any order); the version is the number of events
-///   recorded as improving, and those, in version order, have versions 1..n and each beats
-///   the one before;
-/// - latest: the versions recorded are 1..n, and the score is the value of version n.
-fn expected(kind: BoardKind, mut commands: Vec<Applied>) -> Result<Option<Tally>, String> {
+/// - best: the best value by the sort (any order); the version is `base`, the number of events
+///   recorded as improving and `bumps`, and those events, in version order, each beat the one
+///   before;
+/// - latest: the score is the value of the highest version recorded.
+///
+/// The versions recorded (improving ones on a best board) are distinct and between `base + 1`
+/// and the member's version: exactly `base + 1..=base + n` when no ban or unban changed the
+/// entry (the versions a ban or unban took are not recorded per member, so with bumps the
+/// check is that the commands' versions leave exactly `bumps` of that range to them).
+fn expected(
+    kind: BoardKind,
+    mut commands: Vec<Applied>,
+    base: i64,
+    bumps: i64,
+) -> Result<Option<Tally>, String> {
     commands.sort_by_key(|c| c.1);
     let in_order = |commands: &[Applied]| -> Result<(), String> {
         let versions: Vec<i64> = commands.iter().map(|c| c.1).collect();
-        if versions.iter().zip(1..).any(|(v, n)| *v != n) {
+        let top = base + versions.len() as i64 + bumps;
+        if versions.windows(2).any(|w| w[0] == w[1])
+            || versions.iter().any(|v| *v <= base || *v > top)
+        {
             return Err(format!(
-                "recorded versions {versions:?}, not 1..={}",
-                versions.len()
+                "recorded versions {versions:?}, not distinct within {}..={top} ({bumps} for \
+                 bans and unbans)",
+                base + 1
             ));
         }
         Ok(())
     };
+    let moved = |t: Tally| Tally {
+        score: t.score,
+        version: base + t.version + bumps,
+    };
     match kind {
-        BoardKind::Add => Ok(kind.expected(commands.iter().map(|c| c.0))),
+        BoardKind::Add => {
+            in_order(&commands)?;
+            Ok(kind.expected(commands.iter().map(|c| c.0)).map(moved))
+        }
         BoardKind::Latest => {
             in_order(&commands)?;
-            Ok(kind.expected(commands.iter().map(|c| c.0)))
+            Ok(kind.expected(commands.iter().map(|c| c.0)).map(moved))
         }
         BoardKind::Best(_) => {
             let Some(best) = kind.expected(commands.iter().map(|c| c.0)) else {
@@ -1406,10 +1671,10 @@ fn expected(kind: BoardKind, mut commands: Vec<Applied>) -> Result<Option<Tally>
                     best.score
                 ));
             }
-            Ok(Some(Tally {
+            Ok(Some(moved(Tally {
                 score: best.score,
                 version: improving.len() as i64,
-            }))
+            })))
         }
     }
 }

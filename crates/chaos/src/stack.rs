@@ -216,12 +216,13 @@ impl Stack {
         serde_json::from_slice(&output.stdout).context("reading the reconciler's JSON report")
     }
 
-    /// The board as PostgreSQL holds it.
+    /// The board as PostgreSQL holds it: its visible entries (a banned user's are hidden), which
+    /// the projection and every read must hold.
     pub async fn source(&self, board: &BoardId) -> anyhow::Result<Members> {
         Ok(without_ties(self.placed_source(board).await?))
     }
 
-    /// The board as PostgreSQL holds it, with each member's tie.
+    /// The board's visible entries as PostgreSQL holds them, with each member's tie.
     pub async fn placed_source(&self, board: &BoardId) -> anyhow::Result<Placed> {
         let client = self.db.client().await?;
         let (_, rows) = self

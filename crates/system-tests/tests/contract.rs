@@ -96,6 +96,39 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
     let accepted: u64 = figure(&report, "commands accepted").parse().unwrap_or(0);
     assert!(accepted > 500, "{report}");
 
+    // Moderation raced the commands: at least one of each action applied, a repeat answered
+    // 200 with the first outcome and a reused id refused 409 (0 mismatches above covers the
+    // moderated members' state).
+    for name in [
+        "moderation: bans applied",
+        "moderation: unbans applied",
+        "moderation: removals applied",
+        "moderation: entries removed",
+        "moderation: repeats answered 200 with the first outcome",
+        "moderation: id reuses refused 409",
+    ] {
+        let n: u64 = figure(&report, name).parse().unwrap_or(0);
+        assert!(n >= 1, "{name}: {n}\n{report}");
+    }
+    assert_eq!(
+        figure(
+            &report,
+            "moderation: retries after an answer was lost / left unresolved"
+        )
+        .rsplit(" / ")
+        .next(),
+        Some("0"),
+        "{report}"
+    );
+    // After the faults, with every board whole: a ban, a removal (and an unban when a user is
+    // banned) applied, and each board whole and equal after their drain, with no rebuild between.
+    let (applied, equal) = pair(figure(
+        &report,
+        "after the faults: moderation actions applied / boards whole and equal",
+    ));
+    assert!(applied >= 2, "{report}");
+    assert_eq!(equal, 3, "{report}");
+
     // The comparison before repair ran with no pass behind it, and met a board not whole
     // (the one deleted after the drain at least), read from PostgreSQL and then rebuilt.
     assert_eq!(

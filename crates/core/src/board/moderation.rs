@@ -9,7 +9,9 @@
 //! version, so a score projected late is older and stale (`lua/project.lua`, its tombstones).
 //!
 //! - remove (`sql/moderation_remove.sql`): the entry goes; its version stays in
-//!   `removed_entries`, so a later entry of the user continues from it.
+//!   `removed_entries`, so a later entry of the user continues from it. Under the table lock a
+//!   ban takes (`sql/moderation_lock.sql`), so that no command racing the removal writes the
+//!   new entry from a snapshot that predates it.
 //! - ban (`sql/moderation_ban.sql`): the user's entries on every board are hidden (kept, with
 //!   `hidden`), every read leaves them out and ranks close up; commands for the user are still
 //!   applied, hidden. Under a table lock (`sql/moderation_lock.sql`) so that no entry of the
@@ -280,6 +282,13 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
     }
     let result = match &cmd.action {
         Action::Remove { board, user } => {
+            // The table lock a ban takes: a score command of the member in flight finishes
+            // first, and one arriving now waits and takes its snapshot after the commit. Without
+            // it, a command whose snapshot predates the commit and whose insert waited on the
+            // deleted row wrote the new entry from that snapshot, from version 1 rather than
+            // the removal's plus one: at or below the tombstone, so the projection dropped it
+            // (tests/moderation_race.rs).
+            stmts.execute(&tx, &LOCK, []).await?;
             let row = stmts
                 .query_one(&tx, &REMOVE, [&board.as_str(), &user.as_str()])
                 .await?;

@@ -1,0 +1,616 @@
+//! The chaos run's moderation mix (issue 22): while the clients post score commands, one
+//! moderation loop sends bans, unbans and removals through the api's `POST /v1/moderation`
+//! with the run's admin token, repeats some action ids (200, `duplicate: true`, the first
+//! outcome) and reuses some with another payload (409). The check then holds every moderated
+//! member to the contract exactly.
+//!
+//! # The order the check relies on
+//!
+//! Client send times and the database clock (`score_events.created_at` against
+//! `moderation_actions.at`) do not order a command and an action that race: `now()` is the
+//! transaction's start, not its commit. The check orders them by what the database decided:
+//!
+//! - Moderation actions among themselves: ONE loop sends them, one at a time, and the next
+//!   only after the api answered the last one (a lost answer is retried with the same id until
+//!   an answer says what happened). An action commits before its answer, so the loop's order
+//!   is the commit order of the actions, exactly: the user's last ban or unban in it is the
+//!   state at the end, and a removal's place among the bans and unbans is known.
+//! - A score command against a ban or unban of its user: both write the member's row, so the
+//!   row's version orders them (each takes the row lock and adds one), and the ban's table lock
+//!   (`moderation_lock.sql`) makes the hidden flag exact: a command after the ban writes hidden.
+//!   The check needs no version of a ban: a ban or unban changes no score, only adds one to the
+//!   version of each entry its answer lists (`result.boards`).
+//! - A score command against a removal of its member: the removal writes the entry's version
+//!   plus one into `removed_entries`, and takes the table lock a ban takes, so a command either
+//!   committed before the removal began (the lock waits for it: a command is one statement in
+//!   one implicit transaction) or took its snapshot after the removal committed (it waited on
+//!   the lock), read `removed_entries` and continued from that version. So the commands the
+//!   member's entry is made of are exactly those whose recorded `score_events.version` is above
+//!   the version `removed_entries` holds (the last removal's; an earlier one's is lower still),
+//!   and no command can have that version itself. Before the removal took the lock this split
+//!   was not exact: a command whose snapshot predated the removal's commit, and whose insert
+//!   waited on the deleted row, started again from version 1 (`crates/core/tests/
+//!   moderation_race.rs`). To keep that race covered, half of the removals pick a member a
+//!   client has a command in flight for at that moment.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{BOARDS, Ledger, REQUEST_LIMIT, Rng, SETTLE_LIMIT, lock};
+use ledgerboard_harness::http;
+
+/// A moderation action of the mix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Act {
+    Ban(String),
+    Unban(String),
+    Remove(&'static str, String),
+}
+
+impl Act {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Act::Ban(_) => "ban",
+            Act::Unban(_) => "unban",
+            Act::Remove(..) => "remove",
+        }
+    }
+
+    pub(super) fn user(&self) -> &str {
+        match self {
+            Act::Ban(u) | Act::Unban(u) | Act::Remove(_, u) => u,
+        }
+    }
+
+    fn body(&self, id: Uuid, reason: &str) -> String {
+        let mut body = json!({
+            "action_id": id.to_string(),
+            "action": self.name(),
+            "user_id": self.user(),
+            "reason": reason,
+        });
+        if let Act::Remove(board, _) = self {
+            body["board"] = json!(board);
+        }
+        body.to_string()
+    }
+}
+
+/// One action the api applied, as the ledger records it: what was asked, and what the api
+/// answered and when.
+#[derive(Debug, Clone)]
+pub(super) struct Moderated {
+    pub(super) id: Uuid,
+    pub(super) act: Act,
+    pub(super) reason: String,
+    /// 201, or 200 after an attempt whose answer was lost.
+    pub(super) status: u16,
+    /// When the database applied it (the answer's `at`).
+    pub(super) at: String,
+    /// When the loop had the answer, from the start of the load.
+    pub(super) answered: Duration,
+    /// The answer's `result` (`entries`, `boards`, `changed`, `was_hidden`…).
+    pub(super) result: Value,
+}
+
+impl Moderated {
+    fn entries(&self) -> i64 {
+        self.result["entries"].as_i64().unwrap_or(-1)
+    }
+
+    fn boards(&self) -> Vec<String> {
+        self.result["boards"]
+            .as_array()
+            .map(|b| {
+                b.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub(super) fn to_json(&self) -> Value {
+        let board = match &self.act {
+            Act::Remove(board, _) => Some(*board),
+            _ => None,
+        };
+        json!({
+            "action_id": self.id.to_string(),
+            "action": self.act.name(),
+            "board": board,
+            "user_id": self.act.user(),
+            "reason": self.reason,
+            "status": self.status,
+            "at": self.at,
+            "answered_ms": self.answered.as_millis() as u64,
+            "result": self.result,
+        })
+    }
+}
+
+/// The moderation half of the ledger.
+#[derive(Default)]
+pub(super) struct ModerationLedger {
+    /// The actions applied, in the loop's order: the database's commit order (see above).
+    pub(super) applied: Vec<Moderated>,
+    /// Users whose last applied ban or unban is a ban, as the loop goes.
+    banned: BTreeSet<String>,
+    pub(super) sent: u64,
+    pub(super) retries: u64,
+    pub(super) duplicates_confirmed: u64,
+    pub(super) conflicts_refused: u64,
+    pub(super) unresolved: u64,
+    /// Removals applied to a member a client had a command in flight for when it was sent.
+    pub(super) racing_removals: u64,
+}
+
+impl ModerationLedger {
+    pub(super) fn count(&self, action: &str) -> usize {
+        self.applied
+            .iter()
+            .filter(|m| m.act.name() == action)
+            .count()
+    }
+
+    pub(super) fn entries_removed(&self) -> i64 {
+        self.applied
+            .iter()
+            .filter(|m| matches!(m.act, Act::Remove(..)))
+            .map(|m| m.entries().max(0))
+            .sum()
+    }
+}
+
+/// A client's command of one member in flight, in the ledger while it is (until its answer):
+/// the loop aims half of its removals at such members, to race them.
+pub(super) struct InFlight {
+    ledger: Arc<Mutex<Ledger>>,
+    member: (&'static str, String),
+}
+
+impl InFlight {
+    pub(super) fn begin(ledger: &Arc<Mutex<Ledger>>, board: &'static str, user: &str) -> Self {
+        let member = (board, user.to_owned());
+        *lock(ledger).in_flight.entry(member.clone()).or_default() += 1;
+        Self {
+            ledger: ledger.clone(),
+            member,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut l = lock(&self.ledger);
+        if let Some(n) = l.in_flight.get_mut(&self.member) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                l.in_flight.remove(&self.member);
+            }
+        }
+    }
+}
+
+/// The moderation loop: one action at a time until the deadline (see the module's comment for
+/// why one at a time). Its choices come from `rng` (the run's seed); which users they hit
+/// depends on the commands accepted by then.
+pub(super) async fn moderator(
+    api: SocketAddr,
+    bearer: String,
+    ledger: Arc<Mutex<Ledger>>,
+    mut rng: Rng,
+    started: Instant,
+    deadline: Instant,
+) {
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(80 + rng.below(120))).await;
+        let roll = rng.below(100);
+        let earlier = {
+            let l = lock(&ledger);
+            let applied = &l.moderation.applied;
+            (roll < 25 && !applied.is_empty())
+                .then(|| applied[rng.below(applied.len() as u64) as usize].clone())
+        };
+        match earlier {
+            // A repeat: the same id and payload must answer 200 with the first outcome.
+            // A repeat: the same id and payload must answer 200 with the first outcome.
+            Some(first) if roll < 15 => repeat(api, &bearer, &ledger, &first, deadline).await,
+            // A reuse of the id for another command (another reason): refused, nothing done.
+            Some(first) => reuse(api, &bearer, &ledger, &first, deadline).await,
+            None => {
+                let pick = rng.below(100);
+                let target = {
+                    let l = lock(&ledger);
+                    if l.order.is_empty() {
+                        None
+                    } else {
+                        let (event, _) = l.order[rng.below(l.order.len() as u64) as usize];
+                        let banned: Vec<&String> = l.moderation.banned.iter().collect();
+                        let unban = (!banned.is_empty() && rng.below(5) != 0)
+                            .then(|| banned[rng.below(banned.len() as u64) as usize].clone());
+                        // Half the removals race a command in flight, when there is one
+                        // (whichever member the map yields first: not from the seed).
+                        let racing = (rng.below(2) == 0)
+                            .then(|| l.in_flight.keys().next().cloned())
+                            .flatten();
+                        l.accepted
+                            .get(&event)
+                            .map(|c| (c.board, c.user.clone(), unban, racing))
+                    }
+                };
+                let Some((board, user, unban, racing)) = target else {
+                    continue;
+                };
+                let act = match pick {
+                    0..35 => Act::Ban(user),
+                    // Mostly a banned user, so that most unbans change something.
+                    35..60 => Act::Unban(unban.unwrap_or(user)),
+                    _ => match racing.clone() {
+                        Some((board, user)) => Act::Remove(board, user),
+                        None => Act::Remove(board, user),
+                    },
+                };
+                let raced = matches!(act, Act::Remove(..)) && racing.is_some();
+                apply(
+                    api, &bearer, &ledger, &mut rng, started, deadline, act, raced,
+                )
+                .await;
+            }
+        }
+    }
+}
+
+/// Sends an applied action again, same id and payload: it must answer 200 with
+/// `duplicate: true`, the first answer's `result` and its `at`.
+async fn repeat(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    first: &Moderated,
+    deadline: Instant,
+) {
+    let body = first.act.body(first.id, &first.reason);
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    let v: Value = serde_json::from_str(&answer).unwrap_or_default();
+    if status == Some(200)
+        && v["duplicate"] == true
+        && v["result"] == first.result
+        && v["at"].as_str() == Some(first.at.as_str())
+    {
+        l.moderation.duplicates_confirmed += 1;
+    } else if status.is_some() {
+        l.violations.push(format!(
+            "repeat of moderation action {} answered {status:?}: {answer} (first: {})",
+            first.id,
+            first.to_json()
+        ));
+    }
+}
+
+/// Sends an applied action's id with another reason: it must be refused, 409
+/// `action_id_reused` (and change nothing, which the check sees).
+async fn reuse(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    first: &Moderated,
+    deadline: Instant,
+) {
+    let body = first
+        .act
+        .body(first.id, &format!("{} (another)", first.reason));
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    if status == Some(409) && answer.contains("action_id_reused") {
+        l.moderation.conflicts_refused += 1;
+    } else if status.is_some() {
+        l.violations.push(format!(
+            "reuse of moderation action {} answered {status:?}: {answer}",
+            first.id
+        ));
+    }
+}
+
+/// Sends a new action and records it in the ledger when the api applied it (201, or 200
+/// `duplicate: true` after a retry: an earlier attempt committed); any other answer is a
+/// violation. True when it was applied.
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    rng: &mut Rng,
+    started: Instant,
+    deadline: Instant,
+    act: Act,
+    raced: bool,
+) -> bool {
+    let id = rng.uuid();
+    let reason = format!("chaos {} {}", act.name(), rng.below(1_000_000));
+    let body = act.body(id, &reason);
+    let (status, answer, retries) = post(api, bearer, &body, deadline).await;
+    let mut l = lock(ledger);
+    l.moderation.sent += 1 + retries;
+    l.moderation.retries += retries;
+    let v: Value = serde_json::from_str(&answer).unwrap_or_default();
+    match status {
+        Some(201) | Some(200)
+            if (status == Some(201) || retries > 0 && v["duplicate"] == true)
+                && v["action"].as_str() == Some(act.name()) =>
+        {
+            match &act {
+                Act::Ban(u) => {
+                    l.moderation.banned.insert(u.clone());
+                }
+                Act::Unban(u) => {
+                    l.moderation.banned.remove(u);
+                }
+                Act::Remove(..) => {
+                    l.moderation.racing_removals += u64::from(raced);
+                }
+            }
+            l.moderation.applied.push(Moderated {
+                id,
+                act,
+                reason,
+                status: status.unwrap_or_default(),
+                at: v["at"].as_str().unwrap_or_default().to_owned(),
+                answered: started.elapsed(),
+                result: v["result"].clone(),
+            });
+            true
+        }
+        None => {
+            // Applied or not, nobody knows: the check cannot be exact.
+            l.moderation.unresolved += 1;
+            l.violations
+                .push(format!("moderation action {id} ({body}) left unresolved"));
+            false
+        }
+        Some(s) => {
+            l.violations.push(format!(
+                "moderation action {id} ({body}) answered {s}: {answer}"
+            ));
+            false
+        }
+    }
+}
+
+/// After the faults and the comparison before repair, with every board whole: a ban of a
+/// user with visible entries, a removal of another's visible entry and an unban of a banned
+/// user (when there is one), none at a member chaos corrupted (its rows wait for the repair),
+/// then a repeat and a reuse of the last of them.
+/// No rebuild follows them, so what the projection then holds is the projector's own handling
+/// of each action: during the load a later rebuild from PostgreSQL can mend a projector that
+/// mishandles one (a `hide` projected as a placement), and a run can pass with it.
+/// Returns how many were applied.
+pub(super) async fn after_the_faults(
+    api: SocketAddr,
+    bearer: &str,
+    ledger: &Arc<Mutex<Ledger>>,
+    rng: &mut Rng,
+    started: Instant,
+    visible: &BTreeMap<&'static str, Vec<String>>,
+    corrupted: &BTreeSet<(String, String)>,
+) -> usize {
+    let banned: Vec<String> = lock(ledger).moderation.banned.iter().cloned().collect();
+    let clean = |board: &str, user: &String| !corrupted.contains(&(board.to_owned(), user.clone()));
+    // Users with a visible entry on every board they have one, none corrupted.
+    let mut candidates: Vec<(&'static str, &String)> = visible
+        .iter()
+        .flat_map(|(board, users)| users.iter().map(move |u| (*board, u)))
+        .filter(|(board, user)| {
+            BOARDS.iter().all(|b| clean(b, user)) && !banned.contains(user) && clean(board, user)
+        })
+        .collect();
+    candidates.sort();
+    let mut acts = Vec::new();
+    if !candidates.is_empty() {
+        let (_, user) = candidates[rng.below(candidates.len() as u64) as usize];
+        acts.push(Act::Ban(user.clone()));
+        let others: Vec<&(&'static str, &String)> =
+            candidates.iter().filter(|(_, u)| *u != user).collect();
+        if !others.is_empty() {
+            let (board, other) = others[rng.below(others.len() as u64) as usize];
+            acts.push(Act::Remove(board, (*other).clone()));
+        }
+    }
+    if let Some(user) = banned.iter().find(|u| BOARDS.iter().all(|b| clean(b, u))) {
+        acts.push(Act::Unban(user.clone()));
+    }
+    let mut applied = 0;
+    for act in acts {
+        // The deadline has passed: `post` gives up after the settle limit.
+        if apply(
+            api,
+            bearer,
+            ledger,
+            rng,
+            started,
+            Instant::now(),
+            act,
+            false,
+        )
+        .await
+        {
+            applied += 1;
+        }
+    }
+    // And a repeat and a reuse of the last one, so that every run has at least one of each
+    // (during the load they are a share of the loop's requests: none in an unlucky run).
+    let last = lock(ledger).moderation.applied.last().cloned();
+    if let Some(last) = last {
+        repeat(api, bearer, ledger, &last, Instant::now()).await;
+        reuse(api, bearer, ledger, &last, Instant::now()).await;
+    }
+    applied
+}
+
+/// Sends a moderation command until an answer says what happened (2xx or 4xx); 5xx answers
+/// (a ban's lock wait running out answers 503 and rolls back) and transport errors are retried
+/// with the same id. Returns the final answer (None when the settle limit ran out) and the
+/// number of retries.
+async fn post(
+    api: SocketAddr,
+    bearer: &str,
+    body: &str,
+    deadline: Instant,
+) -> (Option<u16>, String, u64) {
+    let mut retries = 0;
+    loop {
+        let headers = [("authorization", bearer)];
+        match http::request(
+            api,
+            "POST",
+            "/v1/moderation",
+            &headers,
+            body.to_owned(),
+            REQUEST_LIMIT,
+        )
+        .await
+        {
+            Ok((status, answer)) if status < 500 => return (Some(status), answer, retries),
+            _ if Instant::now() > deadline + SETTLE_LIMIT => return (None, String::new(), retries),
+            _ => {
+                retries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// What the applied actions, in the loop's order, make of the members.
+#[derive(Default)]
+pub(super) struct Expectation {
+    /// Users whose last applied ban or unban is a ban.
+    pub(super) banned: BTreeSet<String>,
+    /// Members (board, user) a removal took an entry from.
+    pub(super) removed: BTreeSet<(String, String)>,
+    /// Per member, how many bans and unbans hid or showed its entry after the last removal
+    /// that took one (each added one to its version).
+    pub(super) bumps: HashMap<(String, String), i64>,
+}
+
+/// Folds the applied actions in the loop's order, checking each answer against the state the
+/// ones before it left: a ban changes something exactly when the user is not banned, an unban
+/// exactly when it is, a removal takes at most one entry, which is hidden exactly when the
+/// user is banned.
+pub(super) fn expectation(applied: &[Moderated], problems: &mut Vec<String>) -> Expectation {
+    let mut out = Expectation::default();
+    for m in applied {
+        let user = m.act.user().to_owned();
+        match &m.act {
+            Act::Ban(_) | Act::Unban(_) => {
+                let ban = matches!(m.act, Act::Ban(_));
+                let changes = ban != out.banned.contains(&user);
+                let boards = m.boards();
+                if m.result["changed"].as_bool() != Some(changes)
+                    || (!changes && !boards.is_empty())
+                    || m.entries() != boards.len() as i64
+                {
+                    problems.push(format!(
+                        "moderation {}: answered {}, but the user was {}banned before it",
+                        m.id,
+                        m.result,
+                        if out.banned.contains(&user) {
+                            ""
+                        } else {
+                            "not "
+                        }
+                    ));
+                }
+                if ban {
+                    out.banned.insert(user.clone());
+                } else {
+                    out.banned.remove(&user);
+                }
+                for board in boards {
+                    if !BOARDS.contains(&board.as_str()) {
+                        problems.push(format!(
+                            "moderation {}: a board {board} not of the run",
+                            m.id
+                        ));
+                    }
+                    *out.bumps.entry((board, user.clone())).or_default() += 1;
+                }
+            }
+            Act::Remove(board, _) => {
+                let member = ((*board).to_owned(), user.clone());
+                match m.entries() {
+                    0 => {}
+                    1 => {
+                        let hidden = out.banned.contains(&user);
+                        if m.result["was_hidden"].as_bool() != Some(hidden) {
+                            problems.push(format!(
+                                "moderation {}: removed an entry with was_hidden {}, the user {}banned",
+                                m.id,
+                                m.result["was_hidden"],
+                                if hidden { "" } else { "not " }
+                            ));
+                        }
+                        out.bumps.insert(member.clone(), 0);
+                        out.removed.insert(member);
+                    }
+                    _ => problems.push(format!(
+                        "moderation {}: a removal answered {}",
+                        m.id, m.result
+                    )),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The versions PostgreSQL keeps for removed entries, and the banned users, compared with the
+/// expectation; returns the versions, per member.
+pub(super) fn compare_state(
+    expectation: &Expectation,
+    removed_entries: &BTreeMap<(String, String), i64>,
+    banned_users: &BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
+    let recorded: BTreeSet<(String, String)> = removed_entries.keys().cloned().collect();
+    for member in expectation.removed.symmetric_difference(&recorded) {
+        problems.push(format!(
+            "{}/{}: removed_entries {} a row, but the applied removals {} an entry",
+            member.0,
+            member.1,
+            if recorded.contains(member) {
+                "holds"
+            } else {
+                "has no"
+            },
+            if expectation.removed.contains(member) {
+                "took"
+            } else {
+                "never took"
+            }
+        ));
+    }
+    for user in expectation.banned.symmetric_difference(banned_users) {
+        problems.push(format!(
+            "{user}: banned_users {}, but the last applied ban or unban is {}",
+            if banned_users.contains(user) {
+                "holds the user"
+            } else {
+                "does not hold the user"
+            },
+            if expectation.banned.contains(user) {
+                "a ban"
+            } else {
+                "an unban (or none)"
+            }
+        ));
+    }
+}
