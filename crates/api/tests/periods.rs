@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use common::{TestEnv, app_with, get, seal, send};
+use common::{TestEnv, app_with, both, get, seal, send};
 use ledgerboard_core::config::Millis;
 use ledgerboard_projector::Projector;
 use serde_json::{Value, json};
@@ -61,31 +61,6 @@ fn lines(page: &Value) -> Vec<(String, u64, i64)> {
             )
         })
         .collect()
-}
-
-/// The read at `uri` from both sources: the same entries, total and period, the eventual one
-/// from a whole projection.
-async fn both(app: &Router, uri: &str) -> Value {
-    let sep = if uri.contains('?') { '&' } else { '?' };
-    let (s1, strong) = get(app, &format!("{uri}{sep}consistency=strong")).await;
-    let (s2, eventual) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
-    assert_eq!(
-        (s1, s2),
-        (StatusCode::OK, StatusCode::OK),
-        "{strong} {eventual}"
-    );
-    assert_eq!(
-        eventual["freshness"]["source"], "projection",
-        "{uri}: {eventual}"
-    );
-    assert_eq!(
-        eventual["freshness"]["projection"], "whole",
-        "{uri}: {eventual}"
-    );
-    assert_eq!(lines(&strong), lines(&eventual), "{uri}");
-    assert_eq!(strong["total"], eventual["total"], "{uri}");
-    assert_eq!(strong["period"], eventual["period"], "{uri}");
-    strong
 }
 
 fn entries(list: &[(&str, u64, i64)]) -> Vec<(String, u64, i64)> {

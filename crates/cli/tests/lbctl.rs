@@ -480,3 +480,117 @@ async fn user_ban_unban_erase_and_board_remove_entry() {
     assert!(out.contains("a repeat of this id"), "{out}");
     assert!(out.contains("redis: every trace removed"), "{out}");
 }
+
+#[tokio::test]
+async fn board_reset_and_period_close_show_verify() {
+    let db = TestDb::create().await;
+    let (ok, _, err) = lbctl(&db, &["migrate"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "create",
+            "--board",
+            "cup",
+            "--operator",
+            "add",
+            "--reset",
+            "manual",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("reset=manual\ttime_zone=UTC"), "{out}");
+    let (ok, _, err) = lbctl(&db, &["board", "reset", "--board", "plain"]);
+    assert!(!ok && err.contains("never resets"), "{err}");
+
+    // Two entries in the first period, written as commands would (the board's period id is
+    // the declaration's second: board_resets' first row), projected already.
+    let client = db.client().await;
+    let period: String = client
+        .query_one(
+            "SELECT lb_period_id(min(starts_at)) FROM board_resets WHERE board_id = 'cup'",
+            &[],
+        )
+        .await
+        .expect("first period")
+        .get(0);
+    let cup = format!("cup~{period}");
+    client
+        .execute(
+            "WITH e AS (
+                 INSERT INTO score_events (event_id, board_id, user_id, submitted, operator, score, version)
+                 VALUES (gen_random_uuid(), $1, 'ann', 30, 'add', 30, 1),
+                        (gen_random_uuid(), $1, 'bob', 20, 'add', 20, 1)
+                 RETURNING event_id, board_id, user_id, score, version)
+             INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT board_id, user_id, score, version FROM e",
+            &[&cup],
+        )
+        .await
+        .expect("entries");
+
+    let close = |json: bool| {
+        let mut args = vec![
+            "period",
+            "close",
+            "--board",
+            "cup",
+            "--period",
+            period.as_str(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        lbctl(&db, &args)
+    };
+    let (ok, _, err) = close(false);
+    assert!(!ok && err.contains("has not ended"), "{err}");
+    let (ok, out, err) = lbctl(&db, &["board", "reset", "--board", "cup", "--json"]);
+    assert!(ok, "{err}");
+    let reset: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(reset["period"].as_str() > Some(period.as_str()), "{reset}");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+
+    let (ok, out, err) = close(true);
+    assert!(ok, "{err}");
+    let closed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        (&closed["result"], &closed["close"]["entries"]),
+        (&serde_json::json!("closed"), &serde_json::json!(2)),
+        "{closed}"
+    );
+    let (ok, out, err) = close(false);
+    assert!(ok && out.contains("already closed"), "{out}{err}");
+    let (ok, out, err) = lbctl(
+        &db,
+        &["period", "show", "--board", "cup", "--period", &period],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("1\t1\tann\t30") && out.contains("2\t2\tbob\t20"),
+        "{out}"
+    );
+    let (ok, out, err) = lbctl(
+        &db,
+        &["period", "verify", "--board", "cup", "--period", &period],
+    );
+    assert!(ok && out.contains("\tholds\t"), "{out}{err}");
+
+    // A frozen row edited by hand: verify says so and fails.
+    client
+        .execute(
+            "UPDATE period_standings SET score = 31 WHERE user_id = 'ann'",
+            &[],
+        )
+        .await
+        .expect("tamper");
+    let (ok, out, _) = lbctl(
+        &db,
+        &["period", "verify", "--board", "cup", "--period", &period],
+    );
+    assert!(
+        !ok && out.contains("DOES NOT HOLD") && out.contains("disagree=1"),
+        "{out}"
+    );
+}

@@ -190,6 +190,32 @@ pub fn api_process(
     (api, public, admin)
 }
 
+/// The read at `uri` from both sources (`consistency=strong`, then `eventual`): both 200, the
+/// eventual one from a whole projection, with the same entries (ranks, scores, percentiles,
+/// metadata), total and period. Answers the strong one.
+pub async fn both(app: &Router, uri: &str) -> Value {
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let (s1, strong) = get(app, &format!("{uri}{sep}consistency=strong")).await;
+    let (s2, eventual) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
+    assert_eq!(
+        (s1, s2),
+        (StatusCode::OK, StatusCode::OK),
+        "{strong} {eventual}"
+    );
+    assert_eq!(
+        eventual["freshness"]["source"], "projection",
+        "{uri}: {eventual}"
+    );
+    assert_eq!(
+        eventual["freshness"]["projection"], "whole",
+        "{uri}: {eventual}"
+    );
+    assert_eq!(strong["entries"], eventual["entries"], "{uri}");
+    assert_eq!(strong["total"], eventual["total"], "{uri}");
+    assert_eq!(strong["period"], eventual["period"], "{uri}");
+    strong
+}
+
 /// A page's entries in rank order, as (user, score) (the page must have entries).
 pub fn entries(page: &Value) -> Vec<(String, i64)> {
     page["entries"]
