@@ -9,6 +9,7 @@ mod kinds;
 mod latency;
 mod load;
 mod memory;
+mod periods;
 mod pgbench;
 mod plot;
 mod projector;
@@ -54,6 +55,7 @@ enum Section {
     Boards,
     Kinds,
     Ranks,
+    Periods,
 }
 
 #[tokio::main]
@@ -116,6 +118,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let boards = section(want(Section::Boards), boards::run(quick)).await?;
     let kinds = section(want(Section::Kinds), kinds::run(quick)).await?;
     let ranks = section(want(Section::Ranks), ranks::run(quick)).await?;
+    let periods = section(want(Section::Periods), periods::run(quick)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -129,6 +132,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         boards,
         kinds,
         ranks,
+        periods,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

@@ -7,6 +7,7 @@ use crate::commands::Commands;
 use crate::kinds::KindsFigures;
 use crate::latency::LatencyFigures;
 use crate::memory::MemoryFigures;
+use crate::periods::PeriodsFigures;
 use crate::projector::ProjectorFigures;
 use crate::ranks::RanksFigures;
 use crate::reads::ReadFigures;
@@ -99,6 +100,7 @@ pub struct Report {
     pub boards: Option<BoardsFigures>,
     pub kinds: Option<KindsFigures>,
     pub ranks: Option<RanksFigures>,
+    pub periods: Option<PeriodsFigures>,
 }
 
 /// `| a | b | … |` and a newline.
@@ -122,6 +124,9 @@ impl Report {
         }
         if let Some(r) = &self.ranks {
             out.push_str(&ranks_table(r));
+        }
+        if let Some(p) = &self.periods {
+            out.push_str(&periods_table(p));
         }
         out.push_str(&self.details());
         out
@@ -350,6 +355,39 @@ impl Report {
         });
         out
     }
+}
+
+/// A reset under load, and the close of a large period.
+fn periods_table(p: &PeriodsFigures) -> String {
+    let run = |r: &crate::periods::Run| {
+        format!(
+            "{:.0} /s, p50 {:.2} ms, p99 {:.2} ms, longest {:.1} ms",
+            r.per_s, r.p50_ms, r.p99_ms, r.max_ms
+        )
+    };
+    format!(
+        "## Periods\n\n\
+         A `manual` board whose first period holds {} seeded entries ({:.1} s to seed). \
+         Commands through the API, {} clients, {} s per run: without a reset, then with one \
+         half-way (the next period opens at the next whole second; commands wait only for a \
+         close's lock, and no close runs during them).\n\n\
+         | run | commands |\n\
+         |---|---|\n\
+         | without a reset | {} |\n\
+         | across a reset | {} |\n\n\
+         Closing the first period ({} entries: the seed and the commands before the reset): \
+         {:.2} s (the lock, the pending check, the standings and their SHA-256 in one \
+         transaction); verifying it (the digest again, each row against the events): {:.2} s.\n\n",
+        p.seeded,
+        p.seed_seconds,
+        p.clients,
+        p.seconds,
+        run(&p.without_reset),
+        run(&p.across_reset),
+        p.closed_entries,
+        p.close_seconds,
+        p.verify_seconds
+    )
 }
 
 /// Each board kind's commands and commit-to-visible beside the `add` board's.

@@ -182,9 +182,20 @@ pub static VERIFY: Statement<2> = Statement::new(
     [Type::TEXT, Type::TEXT],
 );
 
+/// Parameters: the bound.
+pub static TIMEOUT: Statement<1> = Statement::new(
+    Op::PeriodClose,
+    include_str!("sql/period_timeout.sql"),
+    [Type::TEXT],
+);
+
 /// How long a close waits for the commands in flight in its period (they hold the period lock
 /// shared; new commands of the board wait behind the close meanwhile).
 pub const CLOSE_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// The statement bound of a close's and a verification's transaction: they read (and the close
+/// writes) every entry of the period; measured: docs/performance.md, "Periods".
+pub const WHOLE_PERIOD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A closed period: when, in which order, how many entries, and the SHA-256 (hex) of its
 /// standings' lines (`lb_standings_line`, migration V7).
@@ -254,6 +265,8 @@ pub async fn close(
     stmts
         .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
         .await?;
+    let bound = format!("{}ms", WHOLE_PERIOD_TIMEOUT.as_millis());
+    stmts.query(&tx, &TIMEOUT, [&bound]).await?;
     stmts.query(&tx, &CLOSE_LOCK, [&board.as_str()]).await?;
     let pending: bool = stmts
         .query_one(&tx, &CLOSE_PENDING, [&period_board.as_str()])
@@ -408,10 +421,16 @@ pub async fn verify(
     board: &BoardId,
     period: &str,
 ) -> Result<Option<Verification>, StoreError> {
-    let Some(r) = db
-        .query_opt(&VERIFY, [&board.base().as_str(), &period])
-        .await?
-    else {
+    let mut client = db.client().await?;
+    let tx = client.transaction().await?;
+    let stmts = db.statements();
+    let bound = format!("{}ms", WHOLE_PERIOD_TIMEOUT.as_millis());
+    stmts.query(&tx, &TIMEOUT, [&bound]).await?;
+    let rows = stmts
+        .query(&tx, &VERIFY, [&board.base().as_str(), &period])
+        .await?;
+    commit(tx).await?;
+    let Some(r) = rows.into_iter().next() else {
         return Ok(None);
     };
     Ok(Some(Verification {

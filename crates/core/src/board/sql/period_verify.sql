@@ -2,42 +2,57 @@
 -- the rows as they are now, against the one written at the close. (2) Each row against the
 -- events: the newest event of the user in the period (by version) must carry the row's score
 -- and version; and every user with events in the period but no row must be explained by a
--- removal or a ban in force at the close (or have no entry left: an erasure). An erasure after
--- the close replaces a row's user id with the pseudonym its events carry too, so (2) still
--- holds for it while (1) no longer matches: `erased` counts those rows.
+-- removal from the period or a ban in force at the close, or be an erasure's pseudonym. An
+-- erasure after the close replaces a row's user id with the pseudonym its events carry too, so
+-- (2) still holds for it while (1) no longer matches: `erased` counts those rows.
 -- $1 board id, $2 period id.
+--
+-- Hash joins over the period's rows and events, whatever their number (the events are found
+-- by the BRIN index on created_at: from an hour before the period's start, which a command's
+-- transaction may have begun before it read the clock, to the close; then by board).
 WITH c AS (
-    SELECT closed_at, digest, entries FROM period_closes WHERE board_id = $1 AND period = $2
+    SELECT closed_at, digest, entries,
+           to_timestamp($2, 'YYYYMMDD"T"HH24MISS"Z"')::timestamp AT TIME ZONE 'UTC' AS starts_at
+    FROM period_closes WHERE board_id = $1 AND period = $2
 ),
-rows AS (
+frozen AS MATERIALIZED (
     SELECT position, user_id, score, tie, version
     FROM period_standings WHERE board_id = $1 AND period = $2
 ),
-latest AS (
-    SELECT DISTINCT ON (user_id) user_id, score, version
-    FROM score_events
-    WHERE board_id = $1 || '~' || $2 AND created_at <= (SELECT closed_at FROM c)
-    ORDER BY user_id, version DESC
+latest AS MATERIALIZED (
+    SELECT DISTINCT ON (e.user_id) e.user_id, e.score, e.version
+    FROM score_events e, c
+    WHERE e.created_at >= c.starts_at - interval '1 hour' AND e.created_at <= c.closed_at
+      AND e.board_id = $1 || '~' || $2
+    ORDER BY e.user_id, e.version DESC
 ),
-erasures AS (
-    SELECT user_id FROM moderation_actions WHERE action = 'erase'
+erasures AS MATERIALIZED (
+    SELECT DISTINCT user_id FROM moderation_actions WHERE action = 'erase'
+),
+joined AS MATERIALIZED (
+    SELECT f.user_id AS frozen_user, l.user_id AS event_user,
+           (f.score, f.version) IS NOT DISTINCT FROM (l.score, l.version) AS same,
+           coalesce(f.user_id, l.user_id) IN (SELECT user_id FROM erasures) AS erased
+    FROM frozen f FULL JOIN latest l ON l.user_id = f.user_id
+),
+left_out AS MATERIALIZED (
+    SELECT event_user AS user_id, erased FROM joined WHERE frozen_user IS NULL
 )
 SELECT
-    (SELECT count(*) FROM rows) AS rows,
+    (SELECT count(*) FROM frozen) AS rows,
     (SELECT entries FROM c) AS entries,
     sha256(convert_to(coalesce(
         (SELECT string_agg(lb_standings_line(position, user_id, score, tie), E'\n'
-                           ORDER BY position) FROM rows), ''), 'UTF8'))
+                           ORDER BY position) FROM frozen), ''), 'UTF8'))
         = (SELECT digest FROM c) AS digest_matches,
-    (SELECT count(*) FROM rows r JOIN latest l USING (user_id)
-     WHERE (l.score, l.version) = (r.score, r.version)) AS agree,
-    (SELECT count(*) FROM rows r LEFT JOIN latest l USING (user_id)
-     WHERE l.user_id IS NULL OR (l.score, l.version) <> (r.score, r.version)) AS disagree,
-    (SELECT count(*) FROM rows r WHERE r.user_id IN (SELECT user_id FROM erasures)) AS erased,
-    (SELECT count(*) FROM latest l
-     WHERE NOT EXISTS (SELECT 1 FROM rows r WHERE r.user_id = l.user_id)) AS left_out,
-    (SELECT count(*) FROM latest l
-     WHERE NOT EXISTS (SELECT 1 FROM rows r WHERE r.user_id = l.user_id)
+    (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL AND event_user IS NOT NULL
+                                   AND same) AS agree,
+    (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL
+                                   AND (event_user IS NULL OR NOT same)) AS disagree,
+    (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL AND erased) AS erased,
+    (SELECT count(*) FROM left_out) AS left_out,
+    (SELECT count(*) FROM left_out l
+     WHERE NOT l.erased
        -- Banned at the close: the user's last ban or unban before it was a ban.
        AND (SELECT m.action FROM moderation_actions m
             WHERE m.user_id = l.user_id AND m.action IN ('ban', 'unban')
@@ -48,6 +63,5 @@ SELECT
            SELECT 1 FROM moderation_actions m
            WHERE m.user_id = l.user_id AND m.action = 'remove'
              AND m.board_id = $1 || '~' || $2 AND m.at <= (SELECT closed_at FROM c)
-       )
-       AND l.user_id NOT IN (SELECT user_id FROM erasures)) AS left_out_unexplained
+       )) AS left_out_unexplained
 FROM c

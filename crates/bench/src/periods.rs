@@ -1,0 +1,160 @@
+//! Periods (issue 22): what a manual reset costs the commands in flight on the board (the
+//! longest command latency of a run across the reset, against the same run without one), and
+//! what closing a large period costs (freezing its standings with their digest) and verifying
+//! it. The period is seeded in PostgreSQL directly (1M entries; 20,000 in a quick run), then
+//! commands go through the API on the real socket.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ledgerboard_core::board::periods::{self, CloseOutcome};
+use ledgerboard_core::db::Database;
+use ledgerboard_core::domain::BoardId;
+use serde::Serialize;
+
+use crate::api::Stack;
+use crate::commands::command;
+use crate::load::{self, percentile};
+
+const BOARD: &str = "season";
+const CLIENTS: usize = 16;
+
+/// One closed-loop run of commands on the board.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PeriodsFigures {
+    pub clients: usize,
+    pub seconds: f64,
+    /// Entries seeded into the first period, and the seconds the seed took.
+    pub seeded: u64,
+    pub seed_seconds: f64,
+    /// The same load without a reset, then with one half-way.
+    pub without_reset: Run,
+    pub across_reset: Run,
+    /// Entries the close froze (the seed and the commands of the first period).
+    pub closed_entries: i64,
+    pub close_seconds: f64,
+    pub verify_seconds: f64,
+}
+
+fn run_of(closed: &load::Closed) -> Run {
+    Run {
+        per_s: closed.per_s(),
+        p50_ms: closed.percentile(0.5),
+        p99_ms: closed.percentile(0.99),
+        max_ms: percentile(&closed.latencies_ms, 1.0),
+    }
+}
+
+async fn load(stack: &Stack, seconds: f64) -> anyhow::Result<load::Closed> {
+    load::closed_loop(
+        stack.addr,
+        CLIENTS,
+        Duration::from_secs_f64(seconds),
+        201,
+        |_, _| command(BOARD, "delta", |random| (random % 100 + 1) as i64),
+    )
+    .await
+}
+
+pub async fn run(quick: bool) -> anyhow::Result<PeriodsFigures> {
+    let (seeded, seconds) = if quick {
+        (20_000_u64, 2.0)
+    } else {
+        (1_000_000, 6.0)
+    };
+    eprintln!("periods: a manual reset under load, and the close of a {seeded}-entry period");
+    let stack = Stack::start(CLIENTS + 4).await?;
+    stack
+        .declare(BOARD, r#"{"operator":"add","reset":"manual"}"#)
+        .await?;
+    let db = Database::connect(&stack.settings.database, "bench-periods")?;
+    let client = stack.db.client().await;
+    let first: String = client
+        .query_one(
+            "SELECT lb_period_id(min(starts_at)) FROM board_resets WHERE board_id = $1",
+            &[&BOARD],
+        )
+        .await?
+        .get(0);
+    let started = Instant::now();
+    client
+        .execute(
+            // Each entry with the event a command would have recorded: the verification
+            // checks every frozen row against its user's newest event.
+            "WITH e AS (
+                 INSERT INTO score_events
+                     (event_id, board_id, user_id, submitted, operator, score, version)
+                 SELECT gen_random_uuid(), $1 || '~' || $2, 'seeded-' || g,
+                        (g * 7919) % 100000, 'add', (g * 7919) % 100000, 1
+                 FROM generate_series(1, $3::bigint) AS g
+                 RETURNING board_id, user_id, score, version)
+             INSERT INTO user_scores (board_id, user_id, score, version)
+             SELECT board_id, user_id, score, version FROM e",
+            &[&BOARD, &first, &(seeded as i64)],
+        )
+        .await
+        .context("seeding the first period")?;
+    client.batch_execute("ANALYZE user_scores").await?;
+    let seed_seconds = started.elapsed().as_secs_f64();
+
+    let without_reset = run_of(&load(&stack, seconds).await?);
+    // The same load, with a reset half-way (by the database clock the next period opens at
+    // the next whole second, inside the run).
+    let board = BoardId::parse(BOARD)?;
+    let reset = {
+        let (db, board) = (db.clone(), board.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs_f64(seconds / 2.0)).await;
+            periods::reset(&db, &board, "bench").await
+        })
+    };
+    let across_reset = run_of(&load(&stack, seconds).await?);
+    let opened = reset.await??.context("the board resets")?;
+    anyhow::ensure!(opened.period > first, "the reset opened no later period");
+
+    // No projector runs here: the first period's outbox rows are marked projected, as the
+    // projector would, so that the close measures itself.
+    client
+        .execute(
+            "UPDATE leaderboard_outbox SET published_at = now()
+             WHERE board_id = $1 || '~' || $2 AND published_at IS NULL",
+            &[&BOARD, &first],
+        )
+        .await?;
+    let started = Instant::now();
+    let closed = match periods::close(&db, &board, &first).await? {
+        CloseOutcome::Closed(c) => c,
+        other => anyhow::bail!("closing the first period: {other:?}"),
+    };
+    let close_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let verified = periods::verify(&db, &board, &first)
+        .await?
+        .context("the period is closed")?;
+    let verify_seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        verified.holds(),
+        "the frozen standings do not hold: {verified:?}"
+    );
+    db.close();
+    stack.stop().await?;
+    Ok(PeriodsFigures {
+        clients: CLIENTS,
+        seconds,
+        seeded,
+        seed_seconds,
+        without_reset,
+        across_reset,
+        closed_entries: closed.entries,
+        close_seconds,
+        verify_seconds,
+    })
+}
