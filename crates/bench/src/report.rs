@@ -374,16 +374,20 @@ fn periods_table(p: &PeriodsFigures) -> String {
          | run | commands |\n\
          |---|---|\n\
          | without a reset | {} |\n\
-         | across a reset | {} |\n\n\
+         | across a reset | {} |\n\
+         | during the close of the first period ({} s run) | {} |\n\n\
          Closing the first period ({} entries: the seed and the commands before the reset): \
-         {:.2} s (the lock, the pending check, the standings and their SHA-256 in one \
-         transaction); verifying it (the digest again, each row against the events): {:.2} s.\n\n",
+         {:.2} s (the lock until the period's commands are in, then the pending check, the \
+         standings and their SHA-256 in one transaction); verifying it (the digest again, each \
+         row against the events): {:.2} s.\n\n",
         p.seeded,
         p.seed_seconds,
         p.clients,
         p.seconds,
         run(&p.without_reset),
         run(&p.across_reset),
+        p.close_load_seconds,
+        run(&p.during_close),
         p.closed_entries,
         p.close_seconds,
         p.verify_seconds

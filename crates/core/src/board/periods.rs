@@ -265,9 +265,17 @@ pub async fn close(
     stmts
         .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
         .await?;
+    // Held exclusively only until the commands still in flight in the period have committed:
+    // once it is granted, every command to come reads a clock past the period's end and
+    // lands in a later period, so the ended period's commands are all in, and the lock goes
+    // with this transaction. The standings are written in the next one, while the board's
+    // new commands run (held for the whole write, the lock queued them for its 11–16 s on a
+    // 1M-entry period: docs/performance.md).
+    stmts.query(&tx, &CLOSE_LOCK, [&board.as_str()]).await?;
+    commit(tx).await?;
+    let tx = client.transaction().await?;
     let bound = format!("{}ms", WHOLE_PERIOD_TIMEOUT.as_millis());
     stmts.query(&tx, &TIMEOUT, [&bound]).await?;
-    stmts.query(&tx, &CLOSE_LOCK, [&board.as_str()]).await?;
     let pending: bool = stmts
         .query_one(&tx, &CLOSE_PENDING, [&period_board.as_str()])
         .await?

@@ -1,6 +1,6 @@
--- Freezes a period's final standings, in the close's transaction after its lock (so every
--- command of the period has committed, and this statement's snapshot, taken after the lock,
--- sees them all): the visible entries ranked in the board's order, numbered (position) and
+-- Freezes a period's final standings, in the close's second transaction, after the first one
+-- held the period lock (so every command of the period has committed, and this statement's
+-- snapshot, taken after it, sees them all): the visible entries ranked in the board's order, numbered (position) and
 -- ranked by score (competition and dense, as the reads' rank modes), and one row with their
 -- count and the SHA-256 of their lines. Writes nothing when the period is closed already (a
 -- second close, or a concurrent one that committed first): closing twice writes once.
