@@ -1024,20 +1024,7 @@ async fn before_repair(
                     out.read_from_database += 1;
                 }
                 let want = ranking(spec(board).sort, &source);
-                let got: Vec<(String, i64)> = read["entries"]
-                    .as_array()
-                    .map(|entries| {
-                        entries
-                            .iter()
-                            .map(|e| {
-                                (
-                                    e["user_id"].as_str().unwrap_or_default().to_owned(),
-                                    e["score"].as_i64().unwrap_or(i64::MIN),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let got = page_scores(read);
                 if got != want {
                     out.problems.push(format!(
                         "{board}: the bounded read of a board not whole gave {} entries, not                          PostgreSQL's {} in its order",
@@ -1107,6 +1094,25 @@ fn projection_differences(
 /// The board in rank order, as (user, score): the tuple (score, tie, user id in byte order),
 /// greatest first on a descending board, smallest first on an ascending one, as every read
 /// orders it (`definition::Order`).
+/// A read's entries in rank order as (user, score); a malformed entry shows as a user "" or a
+/// score of `i64::MIN`, so that it never equals the source.
+fn page_scores(read: &serde_json::Value) -> Vec<(String, i64)> {
+    read["entries"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    (
+                        e["user_id"].as_str().unwrap_or_default().to_owned(),
+                        e["score"].as_i64().unwrap_or(i64::MIN),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn ranking(sort: Sort, source: &Placed) -> Vec<(String, i64)> {
     let mut entries: Vec<(i64, i64, &[u8], &str)> = source
         .iter()
@@ -1564,20 +1570,7 @@ async fn check(stack: &Stack, ledger: &Ledger) -> anyhow::Result<Vec<String>> {
                 "{board}: the bounded top read after the check failed"
             )),
             Some(read) => {
-                let got: Vec<(String, i64)> = read["entries"]
-                    .as_array()
-                    .map(|entries| {
-                        entries
-                            .iter()
-                            .map(|e| {
-                                (
-                                    e["user_id"].as_str().unwrap_or_default().to_owned(),
-                                    e["score"].as_i64().unwrap_or(i64::MIN),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let got = page_scores(&read);
                 for (user, _) in &got {
                     if moderated.banned.contains(user) {
                         problems.push(format!("{board}/{user}: banned, but the top read lists it"));
