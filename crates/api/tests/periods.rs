@@ -277,10 +277,42 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         (StatusCode::CONFLICT, Some("board_has_entries")),
         "{bad}"
     );
-    let (status, bad) = put(&app, "other", json!({"operator": "add", "reset": "hourly"})).await;
-    assert_eq!(
-        (status, bad["error"]["code"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_reset"))
+    for never_fires in ["hourly", "0 0 30 2 *", "@weekly", "0 0 0 * * MON"] {
+        let (status, bad) = put(
+            &app,
+            "other",
+            json!({"operator": "add", "reset": never_fires}),
+        )
+        .await;
+        assert_eq!(
+            (status, bad["error"]["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_reset")),
+            "{never_fires}: {bad}"
+        );
+    }
+    // A cron schedule is declared, answered as sent (fields joined by one space), and its
+    // current period ends at its next fire time.
+    let (status, cron) = put(
+        &app,
+        "fridays",
+        json!({"operator": "add", "reset": "0  18 * * FRI", "time_zone": "Europe/Paris"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{cron}");
+    assert_eq!(cron["reset"], "0 18 * * FRI");
+    let fridays = ledgerboard_core::board::periods::current(
+        &env.database(),
+        &ledgerboard_core::domain::BoardId::parse("fridays").expect("board"),
+    )
+    .await
+    .expect("periods")
+    .expect("fridays resets");
+    let ends_in = fridays
+        .ends_in_ms
+        .expect("a cron period ends at its next fire time");
+    assert!(
+        (0..=7 * 24 * 3600 * 1000).contains(&ends_in),
+        "{ends_in} ms to the next Friday 18:00"
     );
     let (status, bad) = put(
         &app,

@@ -257,7 +257,8 @@ struct BoardFields {
     max_delta: Option<i64>,
     #[arg(long)]
     display_name: Option<String>,
-    /// When a new period starts: never, manual, daily, weekly, monthly or "every <n>s".
+    /// When a new period starts: never, manual, daily, weekly, monthly, "every <n>s", or a
+    /// five-field cron expression in the board's time zone ("0 18 * * FRI").
     #[arg(long)]
     reset: Option<String>,
     /// The IANA time zone of daily, weekly and monthly periods (default UTC).
@@ -634,7 +635,7 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
             let actor = actor.unwrap_or_else(default_actor);
             let Some(reset) = periods::reset(&db, &board, &actor).await? else {
                 anyhow::bail!(
-                    "board {board} never resets: declare it with --reset (manual, daily, weekly, monthly or \"every <n>s\") first"
+                    "board {board} never resets: declare it with --reset (manual, daily, weekly, monthly, \"every <n>s\" or a cron expression) first"
                 );
             };
             if json {

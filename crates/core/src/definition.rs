@@ -111,7 +111,7 @@ impl TieBreak {
 /// When a board starts a new period (docs/api.md, "Periods"): each period is a board of its own,
 /// `<board>~<period id>` ([`BoardId::in_period`]), and a command lands in the period open when
 /// its statement reads the database clock (`lb_command_board`, migration V7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Reset {
     /// One period for ever: the board keeps its plain id (every board before V7).
     Never,
@@ -126,10 +126,13 @@ pub enum Reset {
     /// Every so many seconds since the Unix epoch (1 to 99,999,999): short periods, for
     /// rounds of a few minutes and for tests.
     Every(u32),
+    /// At the fire times of a five-field cron expression in the board's time zone (migration
+    /// V8: the boundaries are written ahead into `board_resets`).
+    Cron(Cron),
 }
 
 impl Reset {
-    pub fn as_string(self) -> String {
+    pub fn as_string(&self) -> String {
         match self {
             Self::Never => "never".into(),
             Self::Manual => "manual".into(),
@@ -137,10 +140,11 @@ impl Reset {
             Self::Weekly => "weekly".into(),
             Self::Monthly => "monthly".into(),
             Self::Every(seconds) => format!("every {seconds}s"),
+            Self::Cron(cron) => cron.as_str().to_owned(),
         }
     }
 
-    /// The names [`Reset::as_string`] writes (the table's CHECK allows exactly these).
+    /// The names [`Reset::as_string`] writes (the table's CHECK allows exactly these shapes).
     pub fn parse(raw: &str) -> Option<Self> {
         Some(match raw {
             "never" => Self::Never,
@@ -149,6 +153,9 @@ impl Reset {
             "weekly" => Self::Weekly,
             "monthly" => Self::Monthly,
             _ => {
+                if let Some(cron) = Cron::parse(raw) {
+                    return Some(Self::Cron(cron));
+                }
                 let digits = raw.strip_prefix("every ")?.strip_suffix('s')?;
                 if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return None;
@@ -162,8 +169,96 @@ impl Reset {
     }
 
     /// Whether the board has periods at all.
-    pub fn resets(self) -> bool {
-        self != Self::Never
+    pub fn resets(&self) -> bool {
+        *self != Self::Never
+    }
+}
+
+/// A board's cron schedule: five fields (minute, hour, day of month, month, day of week) with
+/// lists, ranges, steps, month and weekday names, `L`, `W` and `#` (croner's syntax; a day of
+/// month and a day of week both restricted fire on either, as Vixie cron). Seconds, years and
+/// the `@daily` nicknames are refused: `@weekly` would start on Sunday where `weekly` starts
+/// on Monday. The fire times are wall-clock times of the board's zone; PostgreSQL turns each
+/// into an instant (`board/sql/period_schedule_extend.sql`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Cron {
+    /// The fields as sent, joined by single spaces.
+    text: String,
+    parsed: CronParsed,
+}
+
+/// croner's parsed pattern, compared by the text it came from (boxed: it is large, and a
+/// definition carries it only on cron boards).
+#[derive(Debug, Clone)]
+struct CronParsed(Box<croner::Cron>);
+
+impl PartialEq for CronParsed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for CronParsed {}
+impl std::hash::Hash for CronParsed {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+/// How far ahead a cron schedule is looked for its next fire time: an expression that does not
+/// fire within it (`0 0 30 2 *`) is refused.
+const CRON_LOOKAHEAD_YEARS: i32 = 8;
+
+impl Cron {
+    /// A five-field expression that fires at least once in [`CRON_LOOKAHEAD_YEARS`]; None for
+    /// anything else.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let fields: Vec<&str> = raw.split_ascii_whitespace().collect();
+        if fields.len() != 5 || fields.iter().any(|f| f.starts_with('@')) {
+            return None;
+        }
+        let text = fields.join(" ");
+        let parsed = croner::parser::CronParser::builder()
+            .seconds(croner::parser::Seconds::Disallowed)
+            .year(croner::parser::Year::Disallowed)
+            .build()
+            .parse(&text)
+            .ok()?;
+        let cron = Self {
+            text,
+            parsed: CronParsed(Box::new(parsed)),
+        };
+        let start = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)?.and_hms_opt(0, 0, 0)?;
+        // Asked of a fixed instant, so that the same text always parses the same way. What
+        // does not fire within the lookahead is refused: never (`0 0 30 2 *`) or too rarely
+        // for a leaderboard (`0 0 29 2 +MON`, every 28 years).
+        cron.fire_times_after(start, 1).first()?;
+        Some(cron)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Up to `count` fire times after `after` (exclusive), in wall-clock time, each within
+    /// [`CRON_LOOKAHEAD_YEARS`] of the one before.
+    pub fn fire_times_after(
+        &self,
+        after: chrono::NaiveDateTime,
+        count: usize,
+    ) -> Vec<chrono::NaiveDateTime> {
+        let mut times = Vec::with_capacity(count.min(1_024));
+        let mut from = after;
+        while times.len() < count {
+            let Ok(next) = self.parsed.0.find_next_occurrence(&from, false) else {
+                break;
+            };
+            if next <= from
+                || next - from > chrono::TimeDelta::days(366 * i64::from(CRON_LOOKAHEAD_YEARS))
+            {
+                break;
+            }
+            times.push(next);
+            from = next;
+        }
+        times
     }
 }
 
@@ -232,8 +327,8 @@ pub struct BoardDefinition {
     pub min_delta: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_delta: Option<i64>,
-    /// When the board starts a new period: `never`, `manual`, `daily`, `weekly`, `monthly`
-    /// or `every <n>s`.
+    /// When the board starts a new period: `never`, `manual`, `daily`, `weekly`, `monthly`,
+    /// `every <n>s`, or a five-field cron expression.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "weekly"))]
     pub reset: Reset,
     /// The IANA time zone whose midnights start daily, weekly and monthly periods.
@@ -282,6 +377,62 @@ impl BoardDefinition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reset_is_a_name_a_period_in_seconds_or_a_cron_expression_that_fires() {
+        let cron = |raw: &str| match Reset::parse(raw) {
+            Some(Reset::Cron(c)) => Some(c.as_str().to_owned()),
+            _ => None,
+        };
+        assert_eq!(cron("0 0 * * MON").as_deref(), Some("0 0 * * MON"));
+        // Spaces and tabs between fields come back as single spaces (the table's CHECK).
+        assert_eq!(
+            cron(" */15\t9-17  * * 1-5 ").as_deref(),
+            Some("*/15 9-17 * * 1-5")
+        );
+        assert_eq!(cron("0 0 L * *").as_deref(), Some("0 0 L * *"));
+        assert_eq!(Reset::parse("every 10s"), Some(Reset::Every(10)));
+        assert_eq!(Reset::parse("weekly"), Some(Reset::Weekly));
+        // Refused: never fires, seconds or years, nicknames, out of range, not cron at all.
+        for bad in [
+            "0 0 30 2 *",
+            "0 0 0 * * MON",
+            "0 0 1 1 * 2027",
+            "@weekly",
+            "@daily * * * *",
+            "61 * * * *",
+            "0 24 * * *",
+            "* * * *",
+            "every 0s",
+            "yearly",
+        ] {
+            assert_eq!(Reset::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_cron_schedule_walks_its_wall_clock_fire_times() {
+        let Some(Reset::Cron(cron)) = Reset::parse("30 2 * * SUN") else {
+            panic!("a cron schedule");
+        };
+        let at =
+            |d: &str| chrono::NaiveDateTime::parse_from_str(d, "%Y-%m-%d %H:%M").expect("a time");
+        // Wall-clock times: 2:30 on the Sunday a European clock skips it is still a fire time
+        // (PostgreSQL moves it forward when it becomes an instant).
+        assert_eq!(
+            cron.fire_times_after(at("2027-03-27 12:00"), 3),
+            vec![
+                at("2027-03-28 02:30"),
+                at("2027-04-04 02:30"),
+                at("2027-04-11 02:30")
+            ]
+        );
+        // Exclusive of the start, and no more than asked.
+        assert_eq!(
+            cron.fire_times_after(at("2027-03-28 02:30"), 1),
+            vec![at("2027-04-04 02:30")]
+        );
+    }
 
     #[test]
     fn an_undeclared_board_is_todays_board() {

@@ -420,7 +420,12 @@ async fn commands_across_real_boundaries_each_land_in_one_period_and_a_closed_on
 #[tokio::test]
 async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
     let env = env().await;
-    env.declare("season", Reset::Manual, "UTC").await;
+    // A scheduled boundary: a manual reset waits for the commands in flight (it takes the
+    // period lock: a_manual_reset_waits_for_the_command_in_flight), a schedule does not.
+    env.declare("season", Reset::Every(4), "UTC").await;
+    // Start just after a boundary, so that the two commands below read clocks in one period.
+    let wait = 4.0 - now_secs().rem_euclid(4.0) + 0.1;
+    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
     let first = env.add("season", "ann", 10).await.period.expect("period");
     let old = format!("season~{first}");
 
@@ -442,19 +447,15 @@ async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
         "the command should wait for the row"
     );
 
-    let reset = periods::reset(&env.db, &board("season"), "test")
-        .await
-        .expect("reset")
-        .expect("season resets");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(6);
     while periods::current(&env.db, &board("season"))
         .await
         .expect("periods")
         .expect("season resets")
         .current
-        < reset.period
+        <= first
     {
-        assert!(Instant::now() < deadline, "the reset's period never opened");
+        assert!(Instant::now() < deadline, "the next period never opened");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -745,4 +746,229 @@ async fn a_close_freezes_the_standings_once_and_verify_checks_them() {
         (false, 1, 0, 3),
         "{after:?}"
     );
+}
+
+fn cron(raw: &str) -> Reset {
+    Reset::parse(raw).expect("a cron schedule")
+}
+
+impl Env {
+    /// The starts a cron schedule wrote (UTC, RFC 3339), in order (each was ahead when
+    /// written; a minute's boundary may have passed since).
+    async fn scheduled(&self, name: &str) -> Vec<String> {
+        self.client
+            .query(
+                "SELECT to_char(starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')
+                 FROM board_resets
+                 WHERE board_id = $1 AND actor = 'schedule'
+                 ORDER BY starts_at",
+                &[&name],
+            )
+            .await
+            .expect("scheduled")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+}
+
+/// A cron schedule's boundaries are written ahead by croner and PostgreSQL; the independent
+/// reference is PostgreSQL's own calendar in the zone (`date_trunc` of the `daily`, `weekly`
+/// and `monthly` kinds): at every instant from the first written boundary to the last, a cron
+/// board that fires at the same midnights puts the period where its calendar twin does.
+#[tokio::test]
+async fn a_cron_schedule_starts_its_periods_where_the_same_calendar_kind_does() {
+    let env = env().await;
+    let pairs = [
+        (
+            "cron-weekly",
+            "0 0 * * MON",
+            "weekly-paris",
+            Reset::Weekly,
+            "Europe/Paris",
+        ),
+        (
+            "cron-daily",
+            "0 0 * * *",
+            "daily-ny",
+            Reset::Daily,
+            "America/New_York",
+        ),
+        // A zone whose clock moves by half an hour.
+        (
+            "cron-monthly",
+            "0 0 1 * *",
+            "monthly-lh",
+            Reset::Monthly,
+            "Australia/Lord_Howe",
+        ),
+    ];
+    for (cron_board, expr, twin, kind, zone) in &pairs {
+        env.declare(cron_board, cron(expr), zone).await;
+        env.declare(twin, kind.clone(), zone).await;
+    }
+    // A weekly schedule is written five weeks ahead, a daily one 35 days.
+    assert_eq!(env.scheduled("cron-weekly").await.len(), 5);
+    assert_eq!(env.scheduled("cron-daily").await.len(), 35);
+    let mut compared = 0;
+    for (cron_board, _, twin, _, _) in &pairs {
+        let starts = env.scheduled(cron_board).await;
+        let (first, last) = (starts.first().expect("one"), starts.last().expect("one"));
+        let instants = env
+            .client
+            .query(
+                "SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')
+                 FROM generate_series($1::text::timestamptz, $2::text::timestamptz,
+                                      interval '5 hours 7 minutes') t
+                 UNION ALL SELECT $1 UNION ALL SELECT $2",
+                &[first, last],
+            )
+            .await
+            .expect("instants");
+        for r in instants {
+            let at: String = r.get(0);
+            let ours = env.period_at(cron_board, &at).await;
+            assert!(ours.is_some(), "{cron_board} at {at}: no period");
+            assert_eq!(ours, env.period_at(twin, &at).await, "{cron_board} at {at}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 150, "{compared} instants compared");
+
+    // The instants a skipped or repeated wall-clock time becomes: PostgreSQL's rule, written
+    // through the same statement the schedule uses (times a test can choose).
+    env.declare("dst", cron("30 2 * * *"), "Europe/Paris").await;
+    let times: Vec<String> = [
+        "2027-03-28T02:30:00",
+        "2027-03-28T03:00:00",
+        "2027-10-31T02:30:00",
+    ]
+    .map(String::from)
+    .to_vec();
+    env.db
+        .execute(
+            &ledgerboard_core::board::schedule::EXTEND,
+            [&"dst", &"30 2 * * *", &times],
+        )
+        .await
+        .expect("extend");
+    let written = env.scheduled("dst").await;
+    for expected in [
+        // 02:30 does not exist on 28 March 2027 in Paris: it fires at 03:30 CEST.
+        "2027-03-28T01:30:00Z",
+        "2027-03-28T01:00:00Z",
+        // 02:30 happens twice on 31 October 2027: it fires at the later one (CET).
+        "2027-10-31T01:30:00Z",
+    ] {
+        assert!(
+            written.iter().any(|w| w == expected),
+            "{expected} in {written:?}"
+        );
+    }
+}
+
+/// The definition writes a schedule's first boundaries; the reconciler's call extends the
+/// schedules running short and leaves the others alone; a changed schedule takes its former
+/// boundaries ahead with it.
+#[tokio::test]
+async fn a_cron_schedule_is_written_ahead_extended_when_short_and_cleared_when_changed() {
+    let env = env().await;
+    env.declare("minutely", cron("* * * * *"), "UTC").await;
+    let written = env.scheduled("minutely").await;
+    assert_eq!(written.len(), 1_000, "a schedule that fires every minute");
+    let minutes: Vec<i64> = env
+        .client
+        .query(
+            "SELECT extract(epoch FROM starts_at)::bigint FROM board_resets
+             WHERE board_id = 'minutely' AND actor = 'schedule' ORDER BY starts_at",
+            &[],
+        )
+        .await
+        .expect("epochs")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(minutes.iter().all(|m| m % 60 == 0), "whole minutes");
+    assert!(
+        minutes.windows(2).all(|w| w[1] - w[0] == 60),
+        "one a minute, none missing"
+    );
+    // Nothing short: nothing extended.
+    assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 0);
+
+    // Time passes (as if 990 minutes had): ten boundaries left ahead.
+    env.client
+        .execute(
+            "DELETE FROM board_resets WHERE board_id = 'minutely' AND actor = 'schedule'
+               AND starts_at > (SELECT starts_at FROM board_resets
+                                WHERE board_id = 'minutely' AND actor = 'schedule'
+                                ORDER BY starts_at OFFSET 9 LIMIT 1)",
+            &[],
+        )
+        .await
+        .expect("shorten");
+    assert_eq!(env.scheduled("minutely").await.len(), 10);
+    assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 1);
+    let extended = env.scheduled("minutely").await;
+    // Continued where they stopped, a minute apart, up to 1,000 ahead (one more if a minute's
+    // boundary passed meanwhile).
+    assert!(
+        matches!(extended.len(), 1_000 | 1_001),
+        "{}",
+        extended.len()
+    );
+    assert_eq!(extended[..1_000], written[..]);
+    assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 0);
+
+    // A yearly schedule: the next boundary is written however far, and it is not short.
+    env.declare("july", cron("0 0 1 7 *"), "UTC").await;
+    let july = env.scheduled("july").await;
+    assert_eq!(july.len(), 1, "{july:?}");
+    assert!(july[0].ends_with("-07-01T00:00:00Z"), "{july:?}");
+    assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 0);
+
+    // A board without entries may change its schedule: the former boundaries ahead go.
+    definitions::update(
+        &env.db,
+        &board("minutely"),
+        &Declaration {
+            reset: Some(Reset::Daily),
+            ..Declaration::default()
+        },
+    )
+    .await
+    .expect("update");
+    assert!(env.scheduled("minutely").await.is_empty());
+}
+
+/// A manual reset writes its boundary under the period lock: a command holding it (reading the
+/// clock, not yet committed) finishes first.
+#[tokio::test]
+async fn a_manual_reset_waits_for_the_command_in_flight() {
+    let mut env = env().await;
+    env.declare("season", Reset::Manual, "UTC").await;
+    let tx = env.client.transaction().await.expect("tx");
+    tx.execute(
+        "SELECT pg_advisory_xact_lock_shared(lb_period_lock_key('season'))",
+        &[],
+    )
+    .await
+    .expect("shared lock");
+    let db = env.db.clone();
+    let reset = tokio::spawn(async move {
+        periods::reset(&db, &board("season"), "test")
+            .await
+            .expect("reset")
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !reset.is_finished(),
+        "the reset must wait for the command in flight"
+    );
+    tx.commit().await.expect("commit");
+    let done = tokio::time::timeout(Duration::from_secs(5), reset)
+        .await
+        .expect("the reset goes once the command committed")
+        .expect("joined");
+    assert!(done.is_some_and(|r| r.opened));
 }

@@ -15,6 +15,7 @@ pub mod settings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ledgerboard_core::board::periods as core_periods;
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::{ReadModelError, Store, inspect};
@@ -72,13 +73,16 @@ impl Reconciler {
             .ok_or(ReconcilerError::Busy)?;
         self.set_lock_held(true);
         let report = run_pass(&self.db, &self.store, Some(&held), options).await;
-        // Periods close under the same lock, after whole passes only (a dry run writes
-        // nothing; a pass over one board is an operator's look at that board).
-        if !options.dry_run
-            && options.board.is_none()
-            && let Err(e) = periods::close_due(&self.db).await
-        {
-            tracing::warn!(error = %e, "the periods due for a close could not be listed");
+        // Periods close, and cron schedules are written ahead, under the same lock, after
+        // whole passes only (a dry run writes nothing; a pass over one board is an operator's
+        // look at that board).
+        if !options.dry_run && options.board.is_none() {
+            if let Err(e) = periods::close_due(&self.db).await {
+                tracing::warn!(error = %e, "the periods due for a close could not be listed");
+            }
+            if let Err(e) = core_periods::extend_schedules(&self.db).await {
+                tracing::warn!(error = %e, "the cron schedules running short could not be listed");
+            }
         }
         held.release().await;
         self.set_lock_held(false);

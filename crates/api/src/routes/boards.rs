@@ -50,12 +50,13 @@ pub struct DefinitionBody {
     #[schema(value_type = Option<i64>)]
     max_delta: Option<serde_json::Number>,
     /// When the board starts a new period: `never` (default), `manual`, `daily`, `weekly`
-    /// (Mondays), `monthly`, or `every <n>s` (n from 1 to 99999999). Each period is read with
+    /// (Mondays), `monthly`, `every <n>s` (n from 1 to 99999999), or a five-field cron
+    /// expression in the board's time zone (`0 18 * * FRI`). Each period is read with
     /// `period=`; the first opens when the board is declared.
     #[schema(example = "weekly")]
     reset: Option<String>,
-    /// The IANA time zone whose midnights start daily, weekly and monthly periods (default
-    /// `UTC`).
+    /// The IANA time zone whose midnights start daily, weekly and monthly periods, and whose
+    /// wall clock a cron schedule reads (default `UTC`).
     #[schema(example = "Europe/Paris", max_length = 64)]
     time_zone: Option<String>,
 }

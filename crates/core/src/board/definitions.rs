@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
+use super::schedule;
 use crate::db::{Database, Op, Statement, StoreError, commit};
 use crate::definition::{
     BoardDefinition, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Operator, Reset, Sort, TieBreak,
@@ -98,7 +99,7 @@ pub enum DefinitionError {
     )]
     DisplayName,
     #[error(
-        "reset must be never, manual, daily, weekly, monthly or \"every <n>s\" (n from 1 to 99999999)"
+        "reset must be never, manual, daily, weekly, monthly, \"every <n>s\" (n from 1 to 99999999) or a five-field cron expression that fires at least once in 8 years (minute hour day-of-month month day-of-week, such as \"0 0 * * MON\")"
     )]
     Reset,
     #[error("time_zone must be an IANA time zone name PostgreSQL knows (such as Europe/Paris)")]
@@ -207,7 +208,7 @@ impl Declaration {
             board,
             display_name,
             operator,
-            reset: self.reset.unwrap_or(Reset::Never),
+            reset: self.reset.clone().unwrap_or(Reset::Never),
             time_zone,
             sort: self.sort.unwrap_or(Sort::Descending),
             tie_break: self.tie_break.unwrap_or(TieBreak::UserId),
@@ -243,7 +244,7 @@ impl Declaration {
             max_delta: self
                 .max_delta
                 .or(current.max_delta.filter(|_| keeps_deltas)),
-            reset: Some(self.reset.unwrap_or(current.reset)),
+            reset: Some(self.reset.clone().unwrap_or_else(|| current.reset.clone())),
             time_zone: Some(
                 self.time_zone
                     .clone()
@@ -468,10 +469,20 @@ async fn define_once(
         return Ok(None);
     }
     let definition = from_row(board.clone(), &row)?;
-    if reset_changed && definition.reset.resets() {
+    if reset_changed {
+        // After the table lock, as every command takes its locks (the table's, then the
+        // period lock in lb_command_board): the reconciler's extension of the former schedule
+        // waits, or has committed and its boundaries go now.
+        stmts.query(&tx, &schedule::LOCK, [&board.as_str()]).await?;
         stmts
-            .execute(&tx, &OPEN_FIRST_PERIOD, [&board.as_str()])
+            .execute(&tx, &schedule::CLEAR, [&board.as_str()])
             .await?;
+        if definition.reset.resets() {
+            stmts
+                .execute(&tx, &OPEN_FIRST_PERIOD, [&board.as_str()])
+                .await?;
+            schedule::extend_in(stmts, &tx, board).await?;
+        }
     }
     commit(tx).await?;
     Ok(Some(Defined {

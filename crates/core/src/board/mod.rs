@@ -16,6 +16,7 @@ pub mod definitions;
 pub mod increment;
 pub mod moderation;
 pub mod periods;
+pub mod schedule;
 
 pub use apply::apply_score_command;
 

@@ -65,7 +65,27 @@ pub async fn reset(
     board: &BoardId,
     actor: &str,
 ) -> Result<Option<Reset>, StoreError> {
-    let Some(row) = db.query_opt(&RESET, [&board.as_str(), &actor]).await? else {
+    // Under the period lock, exclusively: the commands in flight commit before the boundary is
+    // written, and those that wait for it read a clock past the boundary after it is written,
+    // however late this commits (without it, a command could read a clock past a start that was
+    // not committed yet, and land in the period before it).
+    let mut client = db.client().await?;
+    let tx = client.transaction().await?;
+    let stmts = db.statements();
+    let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
+    stmts
+        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .await?;
+    stmts
+        .query(&tx, &super::schedule::LOCK, [&board.as_str()])
+        .await?;
+    let row = stmts
+        .query(&tx, &RESET, [&board.as_str(), &actor])
+        .await?
+        .into_iter()
+        .next();
+    commit(tx).await?;
+    let Some(row) = row else {
         return Ok(None);
     };
     Ok(Some(Reset {
@@ -131,6 +151,47 @@ impl PeriodCache {
         let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
         cached.get(board).cloned()
     }
+}
+
+/// Cron schedules extended after one call at most (the rest wait for the next).
+const MAX_SCHEDULES_PER_CALL: i64 = 1_000;
+
+/// Extends every cron schedule that runs short (`schedule.rs`), each in a transaction of its own
+/// under the board's period lock (commands of the board wait behind it for the few ms of the
+/// write); how many boards got new boundaries. One board's failure is logged and the others
+/// still go: the next call tries it again, with two weeks of margin.
+pub async fn extend_schedules(db: &Database) -> Result<u64, StoreError> {
+    let mut extended = 0;
+    for board in super::schedule::due(db, MAX_SCHEDULES_PER_CALL).await? {
+        match extend_schedule(db, &board).await {
+            Ok(0) => {}
+            Ok(n) => {
+                extended += 1;
+                tracing::info!(%board, boundaries = n, "cron schedule extended");
+            }
+            Err(e) => {
+                tracing::warn!(%board, error = %e, "cron schedule not extended; tried again later");
+            }
+        }
+    }
+    Ok(extended)
+}
+
+/// Extends one board's cron schedule; how many boundaries were written.
+pub async fn extend_schedule(db: &Database, board: &BoardId) -> Result<u64, StoreError> {
+    let mut client = db.client().await?;
+    let tx = client.transaction().await?;
+    let stmts = db.statements();
+    let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
+    stmts
+        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .await?;
+    stmts
+        .query(&tx, &super::schedule::LOCK, [&board.as_str()])
+        .await?;
+    let written = super::schedule::extend_in(stmts, &tx, board).await?;
+    commit(tx).await?;
+    Ok(written)
 }
 
 /// Parameters: board, period.

@@ -65,6 +65,8 @@ pub enum Op {
     BoardPeriod,
     /// A manual reset of a board (`board/sql/period_reset.sql`).
     BoardReset,
+    /// A cron schedule's boundaries written ahead (`board/sql/period_schedule_*.sql`).
+    BoardSchedule,
     /// A period's close: its checks, its lock and the frozen standings
     /// (`board/sql/period_close*.sql`).
     PeriodClose,
@@ -109,6 +111,7 @@ impl Label for Op {
         Op::Moderate,
         Op::BoardPeriod,
         Op::BoardReset,
+        Op::BoardSchedule,
         Op::PeriodClose,
         Op::PeriodRead,
     ];
@@ -156,6 +159,7 @@ impl Op {
             Op::Moderate => "moderate",
             Op::BoardPeriod => "board_period",
             Op::BoardReset => "board_reset",
+            Op::BoardSchedule => "board_schedule",
             Op::PeriodClose => "period_close",
             Op::PeriodRead => "period_read",
         }
