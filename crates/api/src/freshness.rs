@@ -111,6 +111,9 @@ pub enum Reason {
     ProjectionMissing,
     /// The board's seal counts other members than its keys hold; a rebuild is requested.
     ProjectionBroken,
+    /// The period is archived (`reconciler.period_projection_retention_ms` after its close):
+    /// PostgreSQL is its only source.
+    PeriodArchived,
 }
 
 impl Reason {
@@ -124,10 +127,11 @@ impl Reason {
             Reason::RedisError => "redis_error",
             Reason::ProjectionMissing => "projection_missing",
             Reason::ProjectionBroken => "projection_broken",
+            Reason::PeriodArchived => "period_archived",
         }
     }
 
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::Strong,
         Reason::Lag,
         Reason::LagUnknown,
@@ -135,6 +139,7 @@ impl Reason {
         Reason::RedisError,
         Reason::ProjectionMissing,
         Reason::ProjectionBroken,
+        Reason::PeriodArchived,
     ];
 }
 

@@ -73,6 +73,7 @@ fn entries(list: &[(&str, u64, i64)]) -> Vec<(String, u64, i64)> {
 async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_sources() {
     let env = TestEnv::new(|s| {
         s.projector.poll_interval_ms = Millis::of(20);
+        s.api.definition_cache_ms = Millis::of(50);
     })
     .await;
     let app = app_with(&env.settings);
@@ -241,6 +242,111 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         .await
         .expect("close");
     assert_eq!(again.closed, 0, "a closed period is not closed again");
+
+    // Past the retention (none here), the reconciler archives the closed period: reads of it go
+    // to PostgreSQL, and once the grace (none here) has passed its keys are dropped. Checked
+    // before any pass or rebuild could write them back.
+    let store = env.store();
+    let old_board =
+        ledgerboard_core::domain::BoardId::parse_stored(&format!("season~{p1}")).expect("period");
+    let existing = async || -> i64 {
+        let mut conn = store.connection().await.expect("redis");
+        redis::cmd("EXISTS")
+            .arg(store.keys().board_keys(&old_board))
+            .query_async(&mut conn)
+            .await
+            .expect("exists")
+    };
+    assert!(
+        existing().await >= 3,
+        "the closed period's projection is there"
+    );
+    let archives = ledgerboard_reconciler::periods::archive_due(
+        &env.database(),
+        &store,
+        Duration::ZERO,
+        Duration::ZERO,
+    )
+    .await
+    .expect("archive");
+    assert_eq!(
+        (archives.archived, archives.dropped),
+        (1, 1),
+        "{archives:?}"
+    );
+    assert_eq!(existing().await, 0, "its keys are dropped");
+    // The api learns of it within its period cache's time (50 ms here).
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    for consistency in ["eventual", "bounded"] {
+        let (status, page) = get(
+            &app,
+            &format!("/v1/boards/season/top?period={p1}&consistency={consistency}"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(
+            (
+                page["freshness"]["source"].as_str(),
+                page["freshness"]["reason"].as_str()
+            ),
+            (Some("database"), Some("period_archived")),
+            "{consistency}: {page}"
+        );
+        assert_eq!(lines(&page), lines(&top), "{consistency}");
+    }
+    let (_, friends) = get(
+        &app,
+        "/v1/boards/season/users?ids=alice,bob&period=previous&consistency=eventual",
+    )
+    .await;
+    assert_eq!(
+        friends["freshness"]["reason"], "period_archived",
+        "{friends}"
+    );
+    assert_eq!(
+        lines(&friends),
+        entries(&[("alice", 1, 30), ("bob", 3, 10)])
+    );
+    let (_, alice) = get(&app, "/v1/boards/season/users/alice?period=previous").await;
+    assert_eq!(
+        (&alice["score"], &alice["freshness"]["reason"]),
+        (&json!(30), &json!("period_archived")),
+        "{alice}"
+    );
+    let (_, current) = get(&app, "/v1/boards/season/top").await;
+    assert_eq!(
+        current["freshness"]["source"], "projection",
+        "the open period still reads Redis: {current}"
+    );
+    // Nothing asked for a rebuild of it, and the reconciler's walk passes it by.
+    let mut conn = store.connection().await.expect("redis");
+    let requested: bool = redis::cmd("SISMEMBER")
+        .arg(store.keys().rebuild_requests())
+        .arg(old_board.as_str())
+        .query_async(&mut conn)
+        .await
+        .expect("sismember");
+    assert!(
+        !requested,
+        "a read of an archived period asked for a rebuild"
+    );
+    let (walked, _) = ledgerboard_core::db::source::boards_page(&env.database(), "", None, 100)
+        .await
+        .expect("boards");
+    assert!(!walked.contains(&old_board), "{walked:?}");
+    assert!(
+        walked.iter().any(|b| b.as_str() == format!("season~{p2}")),
+        "{walked:?}"
+    );
+    let again = ledgerboard_reconciler::periods::archive_due(
+        &env.database(),
+        &store,
+        Duration::ZERO,
+        Duration::ZERO,
+    )
+    .await
+    .expect("archive");
+    assert_eq!((again.archived, again.dropped), (0, 0), "archived once");
 
     // What cannot be asked.
     let (status, bad) = get(&app, "/v1/boards/season/top?period=last-week").await;

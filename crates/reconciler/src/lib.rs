@@ -83,6 +83,16 @@ impl Reconciler {
             if let Err(e) = core_periods::extend_schedules(&self.db).await {
                 tracing::warn!(error = %e, "the cron schedules running short could not be listed");
             }
+            if let Err(e) = periods::archive_due(
+                &self.db,
+                &self.store,
+                r.period_projection_retention(),
+                r.period_archive_grace(),
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "the periods due for archiving could not be listed");
+            }
         }
         held.release().await;
         self.set_lock_held(false);

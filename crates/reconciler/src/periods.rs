@@ -4,9 +4,16 @@
 //! standings once Redis holds all of it. A period whose rows are still pending is tried again
 //! after the next pass; the close is idempotent, so a replica that lost the lock mid-way (or
 //! `lbctl period close` run meanwhile) does no harm.
+//!
+//! Then the closed periods past `reconciler.period_projection_retention_ms` are archived
+//! ([`archive_due`]): read from PostgreSQL from then on, and their Redis keys unlinked once
+//! `reconciler.period_archive_grace_ms` has passed (migration V9 says why in two steps).
+
+use std::time::Duration;
 
 use ledgerboard_core::board::periods::{self, CloseOutcome};
 use ledgerboard_core::db::{Database, StoreError};
+use ledgerboard_core::projection::Store;
 
 /// Periods closed after one pass at most (the rest wait for the next pass).
 const MAX_CLOSES_PER_PASS: i64 = 100;
@@ -36,6 +43,52 @@ pub async fn close_due(db: &Database) -> Result<Closes, StoreError> {
             Err(e) => {
                 done.failed += 1;
                 tracing::warn!(%board, period, error = %e, "period close failed; tried again after the next pass");
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Periods archived, and periods whose keys are dropped, after one pass at most.
+const MAX_ARCHIVES_PER_PASS: i64 = 1_000;
+
+/// What one round of archiving did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Archives {
+    /// Periods now read from PostgreSQL.
+    pub archived: u64,
+    /// Periods whose Redis keys were unlinked (and how many keys).
+    pub dropped: u64,
+    pub keys: i64,
+    pub failed: u64,
+}
+
+/// Archives the closed periods past `retention`, and drops the keys of those archived longer
+/// than `grace` ago. A failure to drop one period's keys leaves it for the next round.
+pub async fn archive_due(
+    db: &Database,
+    store: &Store,
+    retention: Duration,
+    grace: Duration,
+) -> Result<Archives, StoreError> {
+    let mut done = Archives {
+        archived: periods::archive(db, retention, MAX_ARCHIVES_PER_PASS).await?,
+        ..Archives::default()
+    };
+    for board in periods::archived_with_keys(db, grace, MAX_ARCHIVES_PER_PASS).await? {
+        let dropped = match store.drop_board(&board).await {
+            Ok(keys) => periods::keys_dropped(db, &board).await.map(|()| keys),
+            Err(e) => Err(StoreError::Internal(e.to_string())),
+        };
+        match dropped {
+            Ok(keys) => {
+                done.dropped += 1;
+                done.keys += keys;
+                tracing::info!(%board, keys, "archived period: its Redis keys dropped");
+            }
+            Err(e) => {
+                done.failed += 1;
+                tracing::warn!(%board, error = %e, "archived period's keys not dropped; tried again after the next pass");
             }
         }
     }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::settings::Settings;
+use ledgerboard_core::board::periods;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::{
@@ -127,6 +128,15 @@ async fn serve_one(
         .map_err(PassError::from)?
         == Seal::Whole
     {
+        return Ok(None);
+    }
+    // An archived period is read from PostgreSQL (an api whose period cache was still older
+    // than its archive may have asked): its keys stay dropped.
+    if periods::is_archived(db, board)
+        .await
+        .map_err(PassError::from)?
+    {
+        tracing::info!(%board, "rebuild request of an archived period dropped");
         return Ok(None);
     }
     build_and_switch(db, store, settings, board, held)

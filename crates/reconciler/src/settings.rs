@@ -47,6 +47,12 @@ pub struct ReconcilerSettings {
     /// Boards one pass checks at most (0: every board once). The walk continues in the next
     /// pass from the board after the last one finished.
     pub max_boards_per_pass: usize,
+    /// How long a closed period keeps its Redis projection; then it is archived: read from
+    /// PostgreSQL (which keeps it for ever), its keys dropped (`periods.rs`).
+    pub period_projection_retention_ms: Millis<0, { 3_660 * 86_400_000 }>,
+    /// How long after archiving a period its keys are dropped: longer than any api caches a
+    /// board's periods (`api.definition_cache_ms`), so no reader is sent to keys that are gone.
+    pub period_archive_grace_ms: Millis<0, 86_400_000>,
 }
 
 impl Default for ReconcilerSettings {
@@ -62,6 +68,8 @@ impl Default for ReconcilerSettings {
             admin_listen: "127.0.0.1:9102".into(),
             readiness_stale_ms: const { Millis::of(10_000) },
             max_boards_per_pass: 0,
+            period_projection_retention_ms: const { Millis::of(7 * 86_400_000) },
+            period_archive_grace_ms: const { Millis::of(600_000) },
         }
     }
 }
@@ -75,6 +83,12 @@ impl ReconcilerSettings {
     }
     pub fn lock_renew(&self) -> Duration {
         self.lock_renew_ms.get()
+    }
+    pub fn period_projection_retention(&self) -> Duration {
+        self.period_projection_retention_ms.get()
+    }
+    pub fn period_archive_grace(&self) -> Duration {
+        self.period_archive_grace_ms.get()
     }
     pub fn readiness_stale(&self) -> Duration {
         self.readiness_stale_ms.get()

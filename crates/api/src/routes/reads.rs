@@ -198,6 +198,14 @@ fn query_error(rejection: QueryRejection) -> ApiError {
     ApiError::BadQuery(rejection.body_text())
 }
 
+/// What a read reads: the board (or the period of it), the period it names, and whether that
+/// period is archived (read from PostgreSQL only: its projection's keys are dropped).
+struct Target {
+    board: BoardId,
+    period: Option<String>,
+    archived: bool,
+}
+
 /// The board a read of `board` reads, and the period it names: the board itself when it never
 /// resets, else the period asked for (`current` by default, `previous`, or a period id), each
 /// period being a board of its own (`BoardId::in_period`). The current period is the database
@@ -208,12 +216,9 @@ async fn period_board(
     state: &AppState,
     board: BoardId,
     period: Option<&str>,
-) -> Result<(BoardId, Option<String>), ApiError> {
+) -> Result<Target, ApiError> {
     let wanted = period.unwrap_or("current");
-    if is_period_id(wanted) {
-        return Ok((board.in_period(wanted)?, Some(wanted.to_owned())));
-    }
-    if wanted != "current" && wanted != "previous" {
+    if !is_period_id(wanted) && wanted != "current" && wanted != "previous" {
         return Err(ApiError::InvalidPeriod(
             "period must be current, previous or a period id (YYYYMMDDTHHMMSSZ)".into(),
         ));
@@ -231,19 +236,29 @@ async fn period_board(
             }
         },
     };
-    let named = match (periods, wanted) {
+    let named = match (&periods, wanted) {
+        (_, id) if is_period_id(id) => Some(id.to_owned()),
         (None, "current") => None,
         (None, _) => return Err(ApiError::NeverResets(board.to_string())),
-        (Some(p), "current") => Some(p.current),
+        (Some(p), "current") => Some(p.current.clone()),
         (Some(p), _) => Some(
             p.previous
+                .clone()
                 .ok_or_else(|| ApiError::NoSuchPeriod(board.to_string()))?,
         ),
     };
-    match named {
-        None => Ok((board, None)),
-        Some(id) => Ok((board.in_period(&id)?, Some(id))),
-    }
+    let Some(id) = named else {
+        return Ok(Target {
+            board,
+            period: None,
+            archived: false,
+        });
+    };
+    Ok(Target {
+        board: board.in_period(&id)?,
+        archived: periods.as_ref().is_some_and(|p| p.archived(&id)),
+        period: Some(id),
+    })
 }
 
 /// The board's order. Reads that may answer from the projection alone (`eventual`) still
@@ -313,13 +328,14 @@ fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, A
 /// be rebuilt then, so reads of boards that do not exist create nothing in Redis.
 async fn read<T>(
     state: &AppState,
-    board: &BoardId,
+    target: &Target,
     consistency: Consistency,
     from_projection: impl AsyncFnOnce() -> Result<Sealed<T>, ReadModelError>,
     from_database: impl AsyncFnOnce() -> Result<T, StoreError>,
     accept: impl FnOnce(&T) -> bool,
     has_members: impl Fn(&T) -> bool,
 ) -> Result<(T, Freshness), ApiError> {
+    let board = &target.board;
     let lag = state.freshness.get(&state.read_db, board).await;
     let database = async |reason: Reason, projection: Option<ProjectionState>| {
         metrics().read_fallbacks.add(1, &[reason.key_value()]);
@@ -329,6 +345,11 @@ async fn read<T>(
             Freshness::new(Source::Database, Some(reason), projection, lag),
         ))
     };
+    // An archived period's keys are dropped (or about to be): PostgreSQL is its only source,
+    // whatever the consistency asked, and nothing asks for a rebuild.
+    if target.archived {
+        return database(Reason::PeriodArchived, None).await;
+    }
     match consistency {
         Consistency::Strong => return database(Reason::Strong, None).await,
         Consistency::Eventual => {}
@@ -407,8 +428,8 @@ pub async fn top(
 ) -> Result<Json<Page>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let (board, period) =
-        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let (board, period) = (target.board.clone(), target.period.clone());
     let limit = in_range("limit", q.limit.unwrap_or(10), 1, MAX_LIMIT)?;
     let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
     let start = match q.after {
@@ -447,7 +468,7 @@ pub async fn top(
     };
     let (page, freshness) = read(
         &state,
-        &board,
+        &target,
         q.consistency,
         async || state.top_reads.top(&state.store, &request).await,
         async || {
@@ -491,8 +512,8 @@ pub async fn user(
 ) -> Result<Json<Member>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let (board, period) =
-        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let (board, period) = (target.board.clone(), target.period.clone());
     let user = UserId::parse(&user)?;
     let min_version = q.min_version.unwrap_or(0);
     let order = order(&state, &board, q.consistency).await?;
@@ -505,7 +526,7 @@ pub async fn user(
     };
     let ((standing, total), freshness) = read(
         &state,
-        &board,
+        &target,
         q.consistency,
         async || read::member(&state.store, &board, order, mode, &user).await,
         async || reads::member(&state.read_db, &board, order, mode, &user).await,
@@ -552,14 +573,14 @@ pub async fn users(
 ) -> Result<Json<Users>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let (board, period) =
-        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let (board, period) = (target.board.clone(), target.period.clone());
     let ids = parse_ids(&q.ids)?;
     let order = order(&state, &board, q.consistency).await?;
     let mode = q.rank_mode;
     let (standings, freshness) = read(
         &state,
-        &board,
+        &target,
         q.consistency,
         async || read::users(&state.store, &board, order, mode, &ids).await,
         async || reads::users(&state.read_db, &board, order, mode, &ids).await,
@@ -612,15 +633,15 @@ pub async fn around(
 ) -> Result<Json<Page>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let (board, period) =
-        period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let (board, period) = (target.board.clone(), target.period.clone());
     let user = UserId::parse(&user)?;
     let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
     let order = order(&state, &board, q.consistency).await?;
     let mode = q.rank_mode;
     let (page, freshness) = read(
         &state,
-        &board,
+        &target,
         q.consistency,
         async || read::around(&state.store, &board, order, mode, &user, radius).await,
         async || reads::around(&state.read_db, &board, order, mode, &user, radius).await,

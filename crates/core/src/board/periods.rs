@@ -36,6 +36,18 @@ pub struct Periods {
     pub previous: Option<String>,
     /// How long until the current period ends by the schedule (None: only by hand).
     pub ends_in_ms: Option<i64>,
+    /// The last archived period (migration V9): it and every period before it are read from
+    /// PostgreSQL only.
+    pub archived_through: Option<String>,
+}
+
+impl Periods {
+    /// Whether reads of `period` go to PostgreSQL only (its projection archived).
+    pub fn archived(&self, period: &str) -> bool {
+        self.archived_through
+            .as_deref()
+            .is_some_and(|through| period <= through)
+    }
 }
 
 /// The board's periods, or None when it never resets (or is undeclared).
@@ -47,6 +59,7 @@ pub async fn current(db: &Database, board: &BoardId) -> Result<Option<Periods>, 
         current: row.try_get("current")?,
         previous: row.try_get("previous")?,
         ends_in_ms: row.try_get("ends_in_ms")?,
+        archived_through: row.try_get("archived_through")?,
     }))
 }
 
@@ -192,6 +205,82 @@ pub async fn extend_schedule(db: &Database, board: &BoardId) -> Result<u64, Stor
     let written = super::schedule::extend_in(stmts, &tx, board).await?;
     commit(tx).await?;
     Ok(written)
+}
+
+/// Parameters: retention, limit.
+pub static ARCHIVE_MARK: Statement<2> = Statement::new(
+    Op::PeriodArchive,
+    include_str!("sql/period_archive_mark.sql"),
+    [Type::TEXT, Type::INT8],
+);
+/// Parameters: grace, limit.
+pub static ARCHIVE_KEYS_DUE: Statement<2> = Statement::new(
+    Op::PeriodArchive,
+    include_str!("sql/period_archive_keys_due.sql"),
+    [Type::TEXT, Type::INT8],
+);
+/// Parameters: board, period.
+pub static ARCHIVE_KEYS_DROPPED: Statement<2> = Statement::new(
+    Op::PeriodArchive,
+    include_str!("sql/period_archive_keys_dropped.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+/// Parameters: stored board id.
+pub static ARCHIVED: Statement<1> = Statement::new(
+    Op::PeriodArchive,
+    include_str!("sql/period_archived.sql"),
+    [Type::TEXT],
+);
+
+/// Archives (at most `limit`) closed periods whose close is older than `retention`: reads of
+/// them go to PostgreSQL from then on (each api within its period cache's time). How many.
+pub async fn archive(db: &Database, retention: Duration, limit: i64) -> Result<u64, StoreError> {
+    let retention = super::schedule::interval(retention);
+    db.execute(&ARCHIVE_MARK, [&retention, &limit]).await
+}
+
+/// Archived periods (at most `limit`) whose Redis keys are still there, archived longer than
+/// `grace` ago: their board ids, for the reconciler to unlink.
+pub async fn archived_with_keys(
+    db: &Database,
+    grace: Duration,
+    limit: i64,
+) -> Result<Vec<BoardId>, StoreError> {
+    let grace = super::schedule::interval(grace);
+    let rows = db.query(&ARCHIVE_KEYS_DUE, [&grace, &limit]).await?;
+    let mut boards = Vec::with_capacity(rows.len());
+    for r in rows {
+        let raw: String = r.try_get(0)?;
+        match BoardId::parse_stored(&raw) {
+            Ok(board) if board.period().is_some() => boards.push(board),
+            _ => tracing::warn!(board = raw, "skipping an archived period that is not one"),
+        }
+    }
+    Ok(boards)
+}
+
+/// Records that an archived period's Redis keys were unlinked.
+pub async fn keys_dropped(db: &Database, period_board: &BoardId) -> Result<(), StoreError> {
+    let Some(period) = period_board.period() else {
+        return Ok(());
+    };
+    db.execute(
+        &ARCHIVE_KEYS_DROPPED,
+        [&period_board.base().as_str(), &period],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Whether `board` (a stored board id) is an archived period: nothing rebuilds it.
+pub async fn is_archived(db: &Database, board: &BoardId) -> Result<bool, StoreError> {
+    if board.period().is_none() {
+        return Ok(false);
+    }
+    Ok(db
+        .query_one(&ARCHIVED, [&board.as_str()])
+        .await?
+        .try_get("archived")?)
 }
 
 /// Parameters: board, period.

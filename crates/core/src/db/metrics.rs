@@ -73,6 +73,8 @@ pub enum Op {
     /// A closed period: its close row, a page of its standings, its verification, the periods
     /// due for a close (`board/sql/period_{get,standings,verify,due}.sql`).
     PeriodRead,
+    /// Archiving closed periods past the retention (`board/sql/period_archive*.sql`).
+    PeriodArchive,
 }
 
 impl Label for Op {
@@ -114,6 +116,7 @@ impl Label for Op {
         Op::BoardSchedule,
         Op::PeriodClose,
         Op::PeriodRead,
+        Op::PeriodArchive,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -162,6 +165,7 @@ impl Op {
             Op::BoardSchedule => "board_schedule",
             Op::PeriodClose => "period_close",
             Op::PeriodRead => "period_read",
+            Op::PeriodArchive => "period_archive",
         }
     }
 }

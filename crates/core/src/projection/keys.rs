@@ -133,6 +133,28 @@ impl KeyLayout {
         format!("{}:v:retired", self.board_prefix(board))
     }
 
+    /// Every key of one board but its event markers (which expire by themselves): what
+    /// archiving a period unlinks. One hash tag, so one slot in cluster mode.
+    pub fn board_keys(&self, board: &BoardId) -> Vec<String> {
+        vec![
+            self.scores(board),
+            self.versions(board),
+            self.distinct(board),
+            self.metadata(board),
+            self.tombstones(board),
+            self.meta(board),
+            self.rebuild_scores(board),
+            self.rebuild_versions(board),
+            self.rebuild_distinct(board),
+            self.rebuild_metadata(board),
+            self.rebuild_meta(board),
+            self.retired_scores(board),
+            self.retired_versions(board),
+            self.retired_distinct(board),
+            self.retired_metadata(board),
+        ]
+    }
+
     /// The lock that lets one reconciler (or rebuild) work at a time.
     pub fn reconciler_lock(&self) -> String {
         format!("{}:reconciler:lock", self.namespace)

@@ -13,6 +13,7 @@ use super::cluster::{self, ClusterLink};
 use super::keys::KeyLayout;
 use super::metrics::{command_label, record};
 use crate::config::{RedisSettings, redact_url};
+use crate::domain::BoardId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadModelError {
@@ -187,6 +188,16 @@ impl Store {
                 .await?;
         }
         Ok(keys.len())
+    }
+
+    /// Unlinks every key of one board ([`KeyLayout::board_keys`]) in one call; how many
+    /// existed. For an archived period (the reconciler), never on a request path.
+    pub async fn drop_board(&self, board: &BoardId) -> Result<i64, ReadModelError> {
+        let mut conn = self.connection().await?;
+        Ok(redis::cmd("UNLINK")
+            .arg(self.keys.board_keys(board))
+            .query_async(&mut conn)
+            .await?)
     }
 
     pub fn keys(&self) -> &KeyLayout {

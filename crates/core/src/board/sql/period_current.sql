@@ -34,6 +34,10 @@ c AS (
     FROM d
 )
 SELECT lb_period_id(c.starts_at) AS current,
+       -- The last archived period (V9): it and every period before it are read from
+       -- PostgreSQL. Periods are archived oldest first; the primary key finds it backwards.
+       (SELECT max(a.period) FROM period_closes a
+        WHERE a.board_id = $1 AND a.archived_at IS NOT NULL) AS archived_through,
        lb_period_id(lb_period_start($1, d.reset, d.time_zone,
                                     c.starts_at - interval '1 microsecond')) AS previous,
        -- greatest() would turn the NULL of a manual board into 0.
