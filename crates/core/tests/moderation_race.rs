@@ -4,7 +4,7 @@
 //! wrote the new entry from that old snapshot: from version 1 instead of the removal's version
 //! plus one, at or below the tombstone the projection keeps, so Redis dropped its score as
 //! stale. The removal now takes the table lock a ban takes, so the command waits for it and
-//! reads `removed_entries` after its commit.
+//! reads `removed_entries` after its commit. An erasure takes it too, for the same reason.
 
 use std::time::{Duration, Instant};
 
@@ -62,8 +62,8 @@ async fn waiting(client: &tokio_postgres::Client, n: i64) {
     }
 }
 
-#[tokio::test]
-async fn a_command_racing_a_removal_continues_from_the_removals_version() {
+/// A database of its own, with the member at (10, 2).
+async fn setup() -> (TestDb, Database) {
     let test_db = TestDb::create().await;
     let settings = DatabaseSettings {
         url: test_db.url.as_str().into(),
@@ -74,8 +74,41 @@ async fn a_command_racing_a_removal_continues_from_the_removals_version() {
     let db = Database::connect(&settings, "moderation-race-test").expect("pool");
     add(&db, 5).await;
     assert_eq!(add(&db, 5).await, (10, 2));
+    (test_db, db)
+}
 
-    // A third session holds the entry's row, so that the removal's DELETE queues on it first
+async fn erase(db: &Database) -> serde_json::Value {
+    moderate(
+        db,
+        &Command {
+            action_id: Uuid::new_v4(),
+            action: Action::Erase {
+                user: UserId::parse(USER).expect("user"),
+            },
+            reason: "race".into(),
+            actor: "test".into(),
+        },
+    )
+    .await
+    .expect("erasure")
+    .result
+}
+
+/// The member at (10, 2), and `action` raced by an add of 7: the action's
+/// statement queues on the member's row first and the command behind it (a third session holds
+/// the row, then lets go). Answers the action's result, the command's (score, version), and a
+/// session to look with.
+async fn race(
+    action: Action,
+) -> (
+    serde_json::Value,
+    (i64, i64),
+    tokio_postgres::Client,
+    TestDb,
+) {
+    let (test_db, db) = setup().await;
+
+    // A third session holds the entry's row, so that the moderation's DELETE queues on it first
     // and the command behind it: the order of the race, made deterministic.
     let mut holder = test_db.client().await;
     let hold = holder.transaction().await.expect("begin");
@@ -87,17 +120,14 @@ async fn a_command_racing_a_removal_continues_from_the_removals_version() {
     .expect("row lock");
     let watcher = test_db.client().await;
 
-    let removal = tokio::spawn({
+    let moderation = tokio::spawn({
         let db = db.clone();
         async move {
             moderate(
                 &db,
                 &Command {
                     action_id: Uuid::new_v4(),
-                    action: Action::Remove {
-                        board: BoardId::parse(BOARD).expect("board"),
-                        user: UserId::parse(USER).expect("user"),
-                    },
+                    action,
                     reason: "race".into(),
                     actor: "test".into(),
                 },
@@ -113,11 +143,25 @@ async fn a_command_racing_a_removal_continues_from_the_removals_version() {
     waiting(&watcher, 2).await;
     hold.commit().await.expect("release the row");
 
-    let removed = removal.await.expect("removal task").expect("removal");
-    assert_eq!(removed.result["entries"], 1, "{:?}", removed.result);
+    let done = moderation
+        .await
+        .expect("moderation task")
+        .expect("moderation");
+    let landed = command.await.expect("command task");
+    (done.result, landed, watcher, test_db)
+}
+
+#[tokio::test]
+async fn a_command_racing_a_removal_continues_from_the_removals_version() {
+    let (removed, landed, watcher, _db) = race(Action::Remove {
+        board: BoardId::parse(BOARD).expect("board"),
+        user: UserId::parse(USER).expect("user"),
+    })
+    .await;
+    assert_eq!(removed["entries"], 1, "{removed:?}");
     // The removal kept version 3 (the entry's 2, plus one); the command came after it, so its
     // new entry starts from its own delta at version 4, above the projection's tombstone.
-    assert_eq!(command.await.expect("command task"), (7, 4));
+    assert_eq!(landed, (7, 4));
     let row = watcher
         .query_one(
             "SELECT s.score, s.version, r.version FROM user_scores s
@@ -135,4 +179,54 @@ async fn a_command_racing_a_removal_continues_from_the_removals_version() {
         ),
         (7, 4, 3)
     );
+}
+
+/// An erasure racing a command of the user that commits while the erasure runs: the command's
+/// event must be erased too. The command is written by hand in a transaction the test holds
+/// (its entry and its event, as a score statement writes them), so that it commits exactly
+/// while the erasure waits; without the table lock, the erasure's statement took its snapshot
+/// before that commit and left the event under the user's id.
+#[tokio::test]
+async fn an_erasure_takes_the_event_of_a_command_committing_during_it() {
+    let (test_db, db) = setup().await;
+    let mut commander = test_db.client().await;
+    let command = commander.transaction().await.expect("begin");
+    command
+        .execute(
+            "UPDATE user_scores SET score = score + 7, version = version + 1
+             WHERE board_id = $1 AND user_id = $2",
+            &[&BOARD, &USER],
+        )
+        .await
+        .expect("entry");
+    command
+        .execute(
+            "INSERT INTO score_events (event_id, board_id, user_id, delta, score, version)
+             VALUES (gen_random_uuid(), $1, $2, 7, 17, 3)",
+            &[&BOARD, &USER],
+        )
+        .await
+        .expect("event");
+    let watcher = test_db.client().await;
+    let erasure = tokio::spawn({
+        let db = db.clone();
+        async move { erase(&db).await }
+    });
+    waiting(&watcher, 1).await;
+    command.commit().await.expect("the command commits");
+    let erased = erasure.await.expect("erasure task");
+    assert_eq!(erased["entries"], 1, "{erased:?}");
+    assert_eq!(erased["events"], 3, "{erased:?}");
+    let left: i64 = watcher
+        .query_one(
+            "SELECT (SELECT count(*) FROM score_events WHERE user_id = $1)
+                  + (SELECT count(*) FROM user_scores WHERE user_id = $1)
+                  + (SELECT count(*) FROM leaderboard_outbox
+                     WHERE user_id = $1 AND moderation IS DISTINCT FROM 'erase')",
+            &[&USER],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(left, 0, "the erased user's id is left in the database");
 }

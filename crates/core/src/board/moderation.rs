@@ -316,6 +316,11 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             })
         }
         Action::Erase { user } => {
+            // The same table lock: a command of the user in flight commits first (and is
+            // erased with the rest), one arriving now starts anew after the commit. Without
+            // it, a command whose snapshot predated the erasure wrote its entry from the
+            // erased one (tests/moderation_race.rs).
+            stmts.execute(&tx, &LOCK, []).await?;
             let row = stmts
                 .query_one(&tx, &ERASE, [&user.as_str(), &pseudonym, &cmd.action_id])
                 .await?;
