@@ -83,6 +83,9 @@ impl Reconciler {
             if let Err(e) = core_periods::extend_schedules(&self.db).await {
                 tracing::warn!(error = %e, "the cron schedules running short could not be listed");
             }
+            if let Err(e) = periods::seal_next(&self.db, &self.store, &self.settings, &held).await {
+                tracing::warn!(error = %e, "the boards that reset could not be listed");
+            }
             if let Err(e) = periods::archive_due(
                 &self.db,
                 &self.store,

@@ -5,6 +5,10 @@
 //! after the next pass; the close is idempotent, so a replica that lost the lock mid-way (or
 //! `lbctl period close` run meanwhile) does no harm.
 //!
+//! Before a period starts, its projection is sealed empty ([`seal_next`]): no command can land
+//! in it yet, so an empty rebuild is exact, and the period's first reads find it whole rather
+//! than falling back to PostgreSQL until a rebuild that a read asked for is done.
+//!
 //! Then the closed periods past `reconciler.period_projection_retention_ms` are archived
 //! ([`archive_due`]): read from PostgreSQL from then on, and their Redis keys unlinked once
 //! `reconciler.period_archive_grace_ms` has passed (migration V9 says why in two steps).
@@ -14,6 +18,11 @@ use std::time::Duration;
 use ledgerboard_core::board::periods::{self, CloseOutcome};
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::read::{self, Seal};
+
+use crate::lock::HeldLock;
+use crate::rebuild::build_and_switch_sealing;
+use crate::settings::Settings;
 
 /// Periods closed after one pass at most (the rest wait for the next pass).
 const MAX_CLOSES_PER_PASS: i64 = 100;
@@ -89,6 +98,58 @@ pub async fn archive_due(
             Err(e) => {
                 done.failed += 1;
                 tracing::warn!(%board, error = %e, "archived period's keys not dropped; tried again after the next pass");
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Boards whose next period one round seals at most.
+const MAX_SEALS_AHEAD: i64 = 10_000;
+
+/// What one round of sealing ahead did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SealsAhead {
+    pub sealed: u64,
+    pub failed: u64,
+}
+
+/// Seals the next period of every board that resets, if its start is known (a schedule's next
+/// boundary, a cron boundary written ahead, a manual reset within the second) and its
+/// projection has no seal yet. Under the reconciler's lock (`held`), as any rebuild.
+pub async fn seal_next(
+    db: &Database,
+    store: &Store,
+    settings: &Settings,
+    held: &HeldLock,
+) -> Result<SealsAhead, StoreError> {
+    let mut done = SealsAhead::default();
+    for board in periods::resetting_boards(db, MAX_SEALS_AHEAD).await? {
+        let Some(next) = periods::current(db, &board).await?.and_then(|p| p.next) else {
+            continue;
+        };
+        let Ok(next_board) = board.in_period(&next) else {
+            continue;
+        };
+        let sealed = match read::board_seal(store, &next_board).await {
+            Ok(Seal::Missing) => {
+                build_and_switch_sealing(db, store, settings, &next_board, held, true)
+                    .await
+                    .map(|_| true)
+                    .map_err(|e| e.to_string())
+            }
+            Ok(_) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        };
+        match sealed {
+            Ok(true) => {
+                done.sealed += 1;
+                tracing::info!(board = %next_board, "next period sealed before it starts");
+            }
+            Ok(false) => {}
+            Err(e) => {
+                done.failed += 1;
+                tracing::warn!(board = %next_board, error = %e, "next period not sealed ahead; its first reads ask for a rebuild");
             }
         }
     }

@@ -93,6 +93,19 @@ pub(crate) async fn build_and_switch(
     board: &BoardId,
     held: &HeldLock,
 ) -> Result<RebuildReport, RebuildError> {
+    build_and_switch_sealing(db, store, settings, board, held, false).await
+}
+
+/// As [`build_and_switch`]; `seal_empty` seals the board even when it has no source rows (a
+/// period that has not started: it exists, and is empty).
+pub(crate) async fn build_and_switch_sealing(
+    db: &Database,
+    store: &Store,
+    settings: &Settings,
+    board: &BoardId,
+    held: &HeldLock,
+    seal_empty: bool,
+) -> Result<RebuildReport, RebuildError> {
     // The build's seal lives while chunks keep coming; if this process dies, it expires and
     // the projector stops writing the abandoned generation.
     let build_ttl_ms = settings.reconciler.lock_ttl_ms.ms().max(1_000);
@@ -135,10 +148,10 @@ pub(crate) async fn build_and_switch(
         return Err(PassError::LockLost.into());
     }
     // A board with no source rows is switched but not sealed: reads of a board that does not
-    // exist must leave nothing behind in Redis.
+    // exist must leave nothing behind in Redis (unless the caller knows it exists).
     // The seal states the board's order, read now: its rule cannot change while it has entries
     // (board/definitions.rs), so the order stays true for as long as the seal lives.
-    let order = if rows_read > 0 {
+    let order = if rows_read > 0 || seal_empty {
         Some(
             ledgerboard_core::board::definitions::get(db, board)
                 .await

@@ -36,6 +36,8 @@ pub struct Periods {
     pub previous: Option<String>,
     /// How long until the current period ends by the schedule (None: only by hand).
     pub ends_in_ms: Option<i64>,
+    /// The period that starts then.
+    pub next: Option<String>,
     /// The last archived period (migration V9): it and every period before it are read from
     /// PostgreSQL only.
     pub archived_through: Option<String>,
@@ -59,6 +61,7 @@ pub async fn current(db: &Database, board: &BoardId) -> Result<Option<Periods>, 
         current: row.try_get("current")?,
         previous: row.try_get("previous")?,
         ends_in_ms: row.try_get("ends_in_ms")?,
+        next: row.try_get("next")?,
         archived_through: row.try_get("archived_through")?,
     }))
 }
@@ -205,6 +208,30 @@ pub async fn extend_schedule(db: &Database, board: &BoardId) -> Result<u64, Stor
     let written = super::schedule::extend_in(stmts, &tx, board).await?;
     commit(tx).await?;
     Ok(written)
+}
+
+/// Parameters: limit.
+pub static RESETTING: Statement<1> = Statement::new(
+    Op::PeriodRead,
+    include_str!("sql/period_boards.sql"),
+    [Type::INT8],
+);
+
+/// Up to `limit` declared boards that reset, in byte order.
+pub async fn resetting_boards(db: &Database, limit: i64) -> Result<Vec<BoardId>, StoreError> {
+    let rows = db.query(&RESETTING, [&limit]).await?;
+    let mut boards = Vec::with_capacity(rows.len());
+    for r in rows {
+        let raw: String = r.try_get(0)?;
+        match BoardId::parse(&raw) {
+            Ok(board) => boards.push(board),
+            Err(_) => tracing::warn!(
+                board = raw,
+                "skipping a definition of a board that is not one"
+            ),
+        }
+    }
+    Ok(boards)
 }
 
 /// Parameters: retention, limit.
