@@ -19,8 +19,11 @@
 //! database clock) while the command was in flight, and each period's entries are what the
 //! commands that named it make of it (a member's best of one period does not carry over to the
 //! next). After the drain `period=current` and `period=previous` reads must name the database's
-//! periods and hold their entries; in the final check a `period=<id>` read of each period
-//! must give its ranking. Bans reach every period of their user; a removal names a board, and
+//! periods and hold their entries; after the pass, which starts once every period with entries
+//! has ended, each of those periods must be closed, `periods::verify` must hold for it (see
+//! `check_closes` for the one disagreement it reports that is the product's, not the run's),
+//! its frozen standings must be its ranking in PostgreSQL, and a `period=<id>` read of it must
+//! give that ranking too. Bans reach every period of their user; a removal names a board, and
 //! the api removes nothing from a period yet, which the check holds it to.
 //!
 //! It runs on a database of its own and a redis-server of its own (on a free port), so it can
@@ -130,6 +133,7 @@ const MEMBERS: &str = include_str!("sql/members.sql");
 const REMOVED_ENTRIES: &str = include_str!("sql/removed_entries.sql");
 const BANNED_USERS: &str = include_str!("sql/banned_users.sql");
 const STORED_BOARDS: &str = include_str!("sql/stored_boards.sql");
+const PERIOD_CLOSES: &str = include_str!("sql/period_closes.sql");
 const PERIOD_STARTS: &str = include_str!("sql/period_starts.sql");
 const DB_CLOCK: &str = include_str!("sql/db_clock.sql");
 
@@ -351,6 +355,17 @@ struct SeasonChecks {
     named_reads: Vec<(&'static str, String, usize)>,
     /// Periods whose `period=<id>` read in the final check equals their ranking.
     id_reads_equal: usize,
+    /// Periods the one pass closed, and those closed after it (rows held at a member chaos
+    /// corrupted kept the pass's close waiting: `check_closes`).
+    closed_by_pass: usize,
+    closed_after: usize,
+    /// Closes for which `periods::verify` holds, and whose frozen standings (read through the
+    /// api) equal the period's visible entries in PostgreSQL, in order.
+    verified: usize,
+    standings_equal: usize,
+    /// Closes for which `periods::verify` disagrees exactly at the rows a ban and an unban
+    /// re-versioned after the user's last command, and holds otherwise (see `check_closes`).
+    verified_but_re_versioned: usize,
     problems: Vec<String>,
 }
 
@@ -438,6 +453,195 @@ async fn period_reads(stack: &Stack, seasons: &mut SeasonChecks) -> anyhow::Resu
                 ));
             }
             seasons.named_reads.push((which, named, got.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until every period in `boards` has ended by the database clock (at most a period's
+/// length and a second more), so that the pass that follows must close each of them.
+async fn wait_periods_ended(
+    stack: &Stack,
+    boards: &[BoardId],
+    seasons: &mut SeasonChecks,
+) -> anyhow::Result<()> {
+    for spec in &SPECS {
+        let Some(secs) = spec.period_secs else {
+            continue;
+        };
+        let board = BoardId::parse(spec.name)?;
+        let Some(last) = boards
+            .iter()
+            .filter(|b| b.base() == board)
+            .filter_map(|b| b.period())
+            .max()
+        else {
+            continue;
+        };
+        let started = Instant::now();
+        loop {
+            let current = periods::current(&stack.db, &board)
+                .await?
+                .map(|p| p.current);
+            // Period ids are fixed-width starts: they sort as the periods do.
+            if current.as_deref().is_some_and(|c| c > last) {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(secs.unsigned_abs() + 1) {
+                seasons.problems.push(format!(
+                    "{board}: period {last} not ended {:?} later (current: {current:?})",
+                    started.elapsed()
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// After the one pass, which started once every period with entries had ended: the pass closed
+/// each of them (`reconciler/src/periods.rs`) and nothing else, except a period whose rows were
+/// still held at a member chaos corrupted (the projection script refuses them until the
+/// repair, and a close waits for every row of its period: `Pending`, closed after the next
+/// pass); such a period is closed here once the drain is done, as `lbctl period close` would.
+/// Each close must verify (`periods::verify`: the digest, and every row against the events),
+/// and its frozen standings, read through the api, must be the period's visible entries in
+/// PostgreSQL, in the board's order, with their versions and ties.
+async fn check_closes(
+    stack: &Stack,
+    boards: &[BoardId],
+    corrupted: &BTreeSet<(String, String)>,
+    seasons: &mut SeasonChecks,
+) -> anyhow::Result<()> {
+    let client = stack.db.client().await?;
+    let mut closed: BTreeSet<(String, String)> = BTreeSet::new();
+    for r in client.query(PERIOD_CLOSES, &[]).await? {
+        closed.insert((r.try_get(0)?, r.try_get(1)?));
+    }
+    let ended: Vec<(&BoardId, BoardId, &str)> = boards
+        .iter()
+        .filter_map(|id| Some((id, id.base(), id.period()?)))
+        .collect();
+    for (board, period) in &closed {
+        if !ended
+            .iter()
+            .any(|(_, base, p)| base.as_str() == board && p == period)
+        {
+            seasons.problems.push(format!(
+                "{board}: period {period} closed, but it has no entry"
+            ));
+        }
+    }
+    // The newest version each member's events recorded, per board as stored.
+    let mut newest: HashMap<(String, String), i64> = HashMap::new();
+    for r in client.query(EVENTS, &[]).await? {
+        let version: i64 = r.try_get(4)?;
+        newest
+            .entry((r.try_get(1)?, r.try_get(2)?))
+            .and_modify(|v| *v = (*v).max(version))
+            .or_insert(version);
+    }
+    let mut drained = false;
+    for (id, base, period) in ended {
+        if closed.contains(&(base.to_string(), period.to_owned())) {
+            seasons.closed_by_pass += 1;
+        } else if corrupted.iter().any(|(b, _)| b == id.as_str()) {
+            if !drained {
+                // The pass repaired the members; their held rows now project.
+                wait_drained(stack, &BTreeSet::new(), Duration::from_secs(30)).await?;
+                drained = true;
+            }
+            match periods::close(&stack.db, &base, period).await? {
+                periods::CloseOutcome::Closed(_) => seasons.closed_after += 1,
+                other => {
+                    seasons.problems.push(format!(
+                        "{id}: not closed by the pass (rows held at a corrupted member), and a \
+                         close after the drain found {other:?}"
+                    ));
+                    continue;
+                }
+            }
+        } else {
+            seasons.problems.push(format!(
+                "{id}: ended before the pass, with entries, but the pass did not close it"
+            ));
+            continue;
+        }
+        let source = stack.placed_source(id).await?;
+        // Rows whose version is not the newest one the user's events in the period recorded:
+        // a ban and an unban after the user's last command each added one (they record no
+        // event). `period_verify.sql` holds every row to its newest event's score AND version,
+        // so it counts these as `disagree` and the close does not hold, though the row is
+        // right (PostgreSQL's rows are checked against the ledger, bans included, in `check`).
+        // A product bug (found by this run, issue 22): until verify accounts for those
+        // versions, a close whose only disagreements are exactly these rows is counted apart,
+        // and any other disagreement is a mismatch.
+        let re_versioned = source
+            .iter()
+            .filter(|(user, (_, version, _))| {
+                newest.get(&(id.as_str().to_owned(), (*user).clone())) != Some(version)
+            })
+            .count() as i64;
+        match periods::verify(&stack.db, &base, period).await? {
+            Some(v) if v.holds() => seasons.verified += 1,
+            Some(v)
+                if re_versioned > 0
+                    && v.digest_matches
+                    && v.rows == v.entries
+                    && v.left_out_unexplained == 0
+                    && v.disagree == re_versioned
+                    && v.agree == v.rows - re_versioned =>
+            {
+                seasons.verified_but_re_versioned += 1;
+            }
+            other => seasons.problems.push(format!(
+                "{id}: the close does not verify: {other:?} ({re_versioned} row(s) re-versioned \
+                 by a ban and an unban)"
+            )),
+        }
+        let path = format!("/v1/boards/{base}/periods/{period}/standings");
+        let (status, body) = get(stack, &path, &base, "limit=1000").await?;
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let spec = spec_of(id).unwrap_or(&SPECS[0]);
+        let frozen: Placed = answer["standings"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .map(|e| {
+                        let n = |k: &str| e[k].as_i64().unwrap_or(i64::MIN);
+                        (
+                            e["user_id"].as_str().unwrap_or_default().to_owned(),
+                            (n("score"), n("version"), n("tie")),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut differences = Vec::new();
+        diff(
+            &mut differences,
+            id.as_str(),
+            "the frozen standings",
+            &source,
+            &frozen,
+        );
+        let in_order = page_scores(&answer["standings"]) == ranking(spec.sort, &source);
+        if status == Some(200)
+            && in_order
+            && differences.is_empty()
+            && answer["entries"].as_u64() == Some(source.len() as u64)
+            && answer["next"].is_null()
+        {
+            seasons.standings_equal += 1;
+        } else {
+            seasons.problems.push(format!(
+                "{id}: the frozen standings (answered {status:?}, {} entries, in order: \
+                 {in_order}) are not PostgreSQL's {} visible entries",
+                answer["entries"],
+                source.len()
+            ));
+            seasons.problems.extend(differences);
         }
     }
     Ok(())
@@ -642,7 +846,13 @@ async fn chaos(
     let passes_before = reconciler_passes(reconciler_admin).await? - passes_at_start;
     let rebuilds = reconciler_rebuilds(reconciler_admin).await.unwrap_or(-1.0);
     tokio::task::block_in_place(|| reconciler.terminate(Duration::from_secs(15)));
+    // The pass closes the periods that have ended by then: so that it must close every period
+    // with entries, it starts only once the last of them has ended (usually long since).
+    wait_periods_ended(stack, &boards, &mut seasons).await?;
     let pass = stack.reconcile_once(&[]).await?;
+    // The projectors still run: a period whose close waits for rows held at a corrupted member
+    // is closed once the repaired member's rows are projected (`check_closes`).
+    check_closes(stack, &boards, &probes.corrupted, &mut seasons).await?;
     for p in projectors.iter_mut() {
         tokio::task::block_in_place(|| p.terminate(Duration::from_secs(15)));
     }
@@ -898,6 +1108,17 @@ async fn chaos(
             format!("{} / {}", named_read("current"), named_read("previous")),
         ),
         (
+            "periods: closed by the final pass / after it (rows held at a corrupted member)",
+            format!("{} / {}", seasons.closed_by_pass, seasons.closed_after),
+        ),
+        (
+            "periods: closes verified (holds) / verify disagrees exactly at rows a ban and an unban re-versioned (product bug) / frozen standings equal to the period's ranking",
+            format!(
+                "{} / {} / {}",
+                seasons.verified, seasons.verified_but_re_versioned, seasons.standings_equal
+            ),
+        ),
+        (
             "periods: period=<id> top reads equal to the period's ranking",
             seasons.id_reads_equal.to_string(),
         ),
@@ -972,10 +1193,16 @@ async fn chaos(
          answer named (a duplicate names the first answer's), that period was open by the \
          database clock while the command was in flight, and each period's entries are what \
          the commands that named it make of it. After the drain a strong `period=current` and \
-         `period=previous` read named the database's periods and held their entries, and a \
-         `period=<id>` top read of each period gives its entries in order. A removal naming \
-         chaos-d takes nothing (its entries are in its periods, which the api cannot name \
-         yet).\n",
+         `period=previous` read named the database's periods and held their entries. The pass \
+         started once every period with entries had ended; it closed each of them and nothing \
+         else (a period whose rows were held at a corrupted member is closed after the drain \
+         instead, as `lbctl period close` would); for each close `periods::verify` holds, or \
+         disagrees exactly at the rows a ban and an unban re-versioned after the user's last \
+         command (a product bug: verify holds a row to its newest event's version, which a \
+         ban and an unban raise without an event), the frozen standings read through the api \
+         are the period's visible entries in its order, and a `period=<id>` top read gives \
+         them too. A removal naming chaos-d takes nothing (its entries are in its periods, \
+         which the api cannot name yet).\n",
     );
     if !mismatches.is_empty() {
         md.push_str("\n## Mismatches (first 50)\n\n");

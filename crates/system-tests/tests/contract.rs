@@ -133,7 +133,23 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
     let (fewest, _) = pair(rest);
     assert!(fewest >= 1, "{report}");
     let boards = 3 + periods;
-    // A `period=<id>` read of each period is its ranking.
+    // The pass closed every period with entries (or, for one whose rows a corruption held, the
+    // run did after the drain); each close verifies (or disagrees only where a ban and an unban
+    // re-versioned a row: the product bug the run counts apart) and its frozen standings, and a
+    // `period=<id>` read, are the period's ranking.
+    let (by_pass, after) = pair(figure(&report, "periods: closed by the final pass"));
+    assert_eq!(by_pass + after, periods, "{report}");
+    let closes = figure(&report, "periods: closes verified");
+    let (holds, rest) = closes
+        .split_once(" / ")
+        .unwrap_or_else(|| panic!("{closes}"));
+    let (re_versioned, standings) = pair(rest);
+    assert_eq!(
+        holds.parse::<u64>().unwrap_or(0) + re_versioned,
+        periods,
+        "{report}"
+    );
+    assert_eq!(standings, periods, "{report}");
     assert_eq!(
         figure(&report, "periods: period=<id> top reads equal"),
         periods.to_string(),
