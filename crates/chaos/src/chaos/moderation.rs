@@ -32,6 +32,14 @@
 //!   waited on the deleted row, started again from version 1 (`crates/core/tests/
 //!   moderation_race.rs`). To keep that race covered, half of the removals pick a member a
 //!   client has a command in flight for at that moment.
+//!
+//! # Periods
+//!
+//! A ban or an unban reaches the user's entries on every board, each period of a board that
+//! resets included: its answer lists them as stored (`chaos-d~<period id>`), and each bumps the
+//! version of the period's entry as of any board. A removal names a board, and the api takes no
+//! period id there yet, so a removal naming a board that resets finds nothing to take (its
+//! entries live in its periods): the check holds it to that.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -41,7 +49,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{BOARDS, Ledger, REQUEST_LIMIT, Rng, SETTLE_LIMIT, lock};
+use super::{Ledger, REQUEST_LIMIT, Rng, SETTLE_LIMIT, lock, of_the_run, spec};
 use ledgerboard_harness::http;
 
 /// A moderation action of the mix.
@@ -404,14 +412,14 @@ pub(super) async fn after_the_faults(
     corrupted: &BTreeSet<(String, String)>,
 ) -> usize {
     let banned: Vec<String> = lock(ledger).moderation.banned.iter().cloned().collect();
-    let clean = |board: &str, user: &String| !corrupted.contains(&(board.to_owned(), user.clone()));
-    // Users with a visible entry on every board they have one, none corrupted.
+    // A ban or unban writes the user's entries on every board and period; none may be at a
+    // member chaos corrupted.
+    let clean = |user: &String| !corrupted.iter().any(|(_, u)| u == user);
+    // Users with a visible entry, on no board or period corrupted.
     let mut candidates: Vec<(&'static str, &String)> = visible
         .iter()
         .flat_map(|(board, users)| users.iter().map(move |u| (*board, u)))
-        .filter(|(board, user)| {
-            BOARDS.iter().all(|b| clean(b, user)) && !banned.contains(user) && clean(board, user)
-        })
+        .filter(|(_, user)| clean(user) && !banned.contains(user))
         .collect();
     candidates.sort();
     let mut acts = Vec::new();
@@ -425,7 +433,7 @@ pub(super) async fn after_the_faults(
             acts.push(Act::Remove(board, (*other).clone()));
         }
     }
-    if let Some(user) = banned.iter().find(|u| BOARDS.iter().all(|b| clean(b, u))) {
+    if let Some(user) = banned.iter().find(|u| clean(u)) {
         acts.push(Act::Unban(user.clone()));
     }
     let mut applied = 0;
@@ -534,8 +542,10 @@ pub(super) fn expectation(applied: &[Moderated], problems: &mut Vec<String>) -> 
                 } else {
                     out.banned.remove(&user);
                 }
+                // A ban or unban lists every entry it hid or showed: on a board that resets,
+                // one per period the user has an entry in (each is a board of its own).
                 for board in boards {
-                    if !BOARDS.contains(&board.as_str()) {
+                    if !of_the_run(&board) {
                         problems.push(format!(
                             "moderation {}: a board {board} not of the run",
                             m.id
@@ -548,6 +558,14 @@ pub(super) fn expectation(applied: &[Moderated], problems: &mut Vec<String>) -> 
                 let member = ((*board).to_owned(), user.clone());
                 match m.entries() {
                     0 => {}
+                    // A removal names a board, and a board that resets holds its entries in its
+                    // periods, which the api cannot name yet (api.md, Moderation: "removal from
+                    // a period" is not done): it takes nothing. One that took an entry means
+                    // that changed, and the check must learn which period it took it from.
+                    _ if spec(board).period_secs.is_some() => problems.push(format!(
+                        "moderation {}: a removal from {board}, a board that resets, answered {}",
+                        m.id, m.result
+                    )),
                     1 => {
                         let hidden = out.banned.contains(&user);
                         if m.result["was_hidden"].as_bool() != Some(hidden) {
