@@ -170,7 +170,7 @@ async fn check_and_report(
     let (error, aborted) = match check_board(ctx, board, &mut counts).await {
         Ok(()) => {
             if !ctx.options.dry_run {
-                request_if_unsealed(ctx.store, board).await;
+                request_if_unsealed(ctx.db, ctx.store, board).await;
             }
             (None, None)
         }
@@ -194,10 +194,13 @@ async fn check_and_report(
 
 /// A board the walk finds without a whole seal (lost while nobody read or wrote it, or never
 /// built) is asked to be rebuilt, like a reader would ask (`requests.rs` serves it after the
-/// pass). Repairs do not seal a board: only a rebuild proves it holds every member.
-async fn request_if_unsealed(store: &Store, board: &BoardId) {
+/// pass). Repairs do not seal a board: only a rebuild proves it holds every member. A board
+/// without source rows is not asked for (its rebuild leaves no seal, so a pass over it, such as
+/// a rebuild's catch-up after its orphans were removed, would ask again for ever).
+async fn request_if_unsealed(db: &Database, store: &Store, board: &BoardId) {
     let outcome = match read::board_seal(store, board).await {
         Ok(Seal::Whole) => return,
+        Ok(_) if matches!(source::board_exists(db, board).await, Ok(false)) => return,
         Ok(seal) => request_rebuild(store, board)
             .await
             .map(|()| seal)

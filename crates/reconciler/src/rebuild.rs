@@ -151,7 +151,14 @@ pub(crate) async fn build_and_switch_sealing(
     // exist must leave nothing behind in Redis (unless the caller knows it exists).
     // The seal states the board's order, read now: its rule cannot change while it has entries
     // (board/definitions.rs), so the order stays true for as long as the seal lives.
-    let order = if rows_read > 0 || seal_empty {
+    // A board whose every entry is hidden exists, and is empty: sealed, or each catch-up would
+    // find it unsealed and ask for the same rebuild again, for ever.
+    let exists = rows_read > 0
+        || seal_empty
+        || source::board_exists(db, board)
+            .await
+            .map_err(PassError::from)?;
+    let order = if exists {
         Some(
             ledgerboard_core::board::definitions::get(db, board)
                 .await
@@ -167,7 +174,7 @@ pub(crate) async fn build_and_switch_sealing(
     if let Err(e) = unlinked {
         tracing::warn!(error = %e, key = store.keys().retired_scores(board), "could not delete the retired generation; the next rebuild of this board replaces it");
     }
-    tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = rows_read > 0, "rebuilt generation is live; catching up");
+    tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = exists, "rebuilt generation is live; catching up");
     let rows_written = rows_read;
 
     let options = PassOptions {

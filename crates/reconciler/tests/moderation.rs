@@ -595,3 +595,85 @@ async fn the_reconciler_removes_a_hidden_member_found_in_redis_and_the_rebuild_l
         Some("2")
     );
 }
+
+/// The rebuild requests waiting in Redis.
+async fn requested(env: &TestEnv) -> Vec<String> {
+    let store = env.store();
+    let mut conn = store.connection().await.expect("redis");
+    redis::cmd("SMEMBERS")
+        .arg(store.keys().rebuild_requests())
+        .query_async(&mut conn)
+        .await
+        .expect("smembers")
+}
+
+/// A board whose every entry is hidden exists and is empty: its rebuild seals it (card 0), and
+/// its catch-up asks for nothing more. Found by the chaos run: left unsealed, each catch-up asked
+/// for the same rebuild again, every 280 ms for good.
+#[tokio::test]
+async fn a_board_whose_every_entry_is_hidden_is_rebuilt_sealed_once() {
+    let env = TestEnv::new(|_| {}).await;
+    add(&env, "hid", "cheater", 5).await;
+    run(
+        &env,
+        Uuid::new_v4(),
+        Action::Ban {
+            user: user("cheater"),
+        },
+        "ban",
+    )
+    .await;
+    drain(&env).await;
+    // The projector asked for it (its rows met no seal); the rebuild below is that request.
+    let store = env.store();
+    let mut conn = store.connection().await.expect("redis");
+    let _: i64 = redis::cmd("DEL")
+        .arg(store.keys().rebuild_requests())
+        .query_async(&mut conn)
+        .await
+        .expect("del");
+    rebuild_board(&env, "hid").await;
+    assert_eq!(
+        read::board_seal(&env.store(), &board("hid"))
+            .await
+            .expect("seal"),
+        Seal::Whole
+    );
+    assert!(
+        !requested(&env).await.contains(&"hid".to_owned()),
+        "the catch-up asked for the rebuild again"
+    );
+}
+
+/// A pass over a board that has no source row (its only trace in Redis an orphan member written
+/// by hand) removes the orphan and asks for no rebuild: nothing would seal it.
+#[tokio::test]
+async fn a_pass_over_a_board_without_rows_asks_for_no_rebuild() {
+    let env = TestEnv::new(|_| {}).await;
+    let store = env.store();
+    let mut conn = store.connection().await.expect("redis");
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(store.keys().scores(&board("ghost")))
+        .arg(7)
+        .arg("nobody")
+        .ignore()
+        .cmd("HSET")
+        .arg(store.keys().versions(&board("ghost")))
+        .arg("nobody")
+        .arg("1")
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("orphan");
+    let mut options = common::options(&env);
+    options.board = Some(board("ghost"));
+    common::reconciler(&env)
+        .run_once(&options)
+        .await
+        .expect("pass");
+    assert!(
+        !requested(&env).await.contains(&"ghost".to_owned()),
+        "a board without rows was asked to be rebuilt"
+    );
+}

@@ -69,6 +69,21 @@ pub async fn boards_page(
     Ok((boards, last))
 }
 
+/// Parameters: board.
+pub static BOARD_EXISTS: Statement<1> = Statement::new(
+    Op::ReconcileBoards,
+    include_str!("sql/reconcile/board_exists.sql"),
+    [Type::TEXT],
+);
+
+/// Whether `board` has any source row, hidden ones included (`reconcile/board_exists.sql`).
+pub async fn board_exists(db: &Database, board: &BoardId) -> Result<bool, StoreError> {
+    Ok(db
+        .query_one(&BOARD_EXISTS, [&board.as_str()])
+        .await?
+        .try_get("exists")?)
+}
+
 /// Parameters: namespace.
 pub static PROGRESS_GET: Statement<1> = Statement::new(
     Op::ReconcileProgress,

@@ -1,7 +1,8 @@
 -- `lbctl period verify`: the frozen standings checked twice. (1) Their digest recomputed from
 -- the rows as they are now, against the one written at the close. (2) Each row against the
 -- events: the newest event of the user in the period (by version) must carry the row's score
--- and version; and every user with events in the period but no row must be explained by a
+-- and version, or a lower version by no more than the user's bans and unbans between that
+-- event and the close (each re-versions the user's entries and writes no event); and every user with events in the period but no row must be explained by a
 -- removal from the period or a ban in force at the close, or be an erasure's pseudonym. An
 -- erasure after the close replaces a row's user id with the pseudonym its events carry too, so
 -- (2) still holds for it while (1) no longer matches: `erased` counts those rows.
@@ -20,7 +21,7 @@ frozen AS MATERIALIZED (
     FROM period_standings WHERE board_id = $1 AND period = $2
 ),
 latest AS MATERIALIZED (
-    SELECT DISTINCT ON (e.user_id) e.user_id, e.score, e.version
+    SELECT DISTINCT ON (e.user_id) e.user_id, e.score, e.version, e.created_at
     FROM score_events e, c
     WHERE e.created_at >= c.starts_at - interval '1 hour' AND e.created_at <= c.closed_at
       AND e.board_id = $1 || '~' || $2
@@ -31,7 +32,12 @@ erasures AS MATERIALIZED (
 ),
 joined AS MATERIALIZED (
     SELECT f.user_id AS frozen_user, l.user_id AS event_user,
-           (f.score, f.version) IS NOT DISTINCT FROM (l.score, l.version) AS same,
+           coalesce(f.score = l.score AND (f.version = l.version OR (
+               f.version > l.version
+               AND f.version - l.version <= (
+                   SELECT count(*) FROM moderation_actions m, c
+                   WHERE m.user_id = f.user_id AND m.action IN ('ban', 'unban')
+                     AND m.at >= l.created_at AND m.at <= c.closed_at))), false) AS same,
            coalesce(f.user_id, l.user_id) IN (SELECT user_id FROM erasures) AS erased
     FROM frozen f FULL JOIN latest l ON l.user_id = f.user_id
 ),
