@@ -202,6 +202,14 @@ async fn each_bad_field_has_its_code() {
             "board_not_allowed",
         ),
         (
+            json!({"action_id": id, "action": "ban", "user_id": "x", "period": "20261130T000000Z", "reason": "r"}),
+            "period_not_allowed",
+        ),
+        (
+            json!({"action_id": id, "action": "remove", "user_id": "x", "board": "b", "period": "2026", "reason": "r"}),
+            "invalid_period",
+        ),
+        (
             json!({"action_id": id, "action": "ban", "user_id": "x", "reason": " "}),
             "invalid_reason",
         ),

@@ -348,6 +348,37 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     .expect("archive");
     assert_eq!((again.archived, again.dropped), (0, 0), "archived once");
 
+    // A removal names the period the entry is removed from (the board holds none itself).
+    let removal = |period: &str| {
+        admin(Request::post("/v1/moderation"))
+            .body(Body::from(
+                json!({"action_id": uuid::Uuid::new_v4().to_string(), "action": "remove",
+                       "user_id": "bob", "board": "season", "period": period,
+                       "reason": "test"})
+                .to_string(),
+            ))
+            .expect("request")
+    };
+    let (status, removed) = send(&app, removal(&p2)).await;
+    assert_eq!(status, StatusCode::CREATED, "{removed}");
+    assert_eq!(
+        (&removed["result"]["entries"], &removed["result"]["boards"]),
+        (&json!(1), &json!([format!("season~{p2}")])),
+        "{removed}"
+    );
+    let (_, now) = get(&app, "/v1/boards/season/top?consistency=strong").await;
+    assert_eq!(
+        now["total"],
+        json!(0),
+        "bob removed from the open period: {now}"
+    );
+    let (status, bad) = send(&app, removal("last-week")).await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_period")),
+        "{bad}"
+    );
+
     // What cannot be asked.
     let (status, bad) = get(&app, "/v1/boards/season/top?period=last-week").await;
     assert_eq!(

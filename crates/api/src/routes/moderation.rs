@@ -9,7 +9,7 @@ use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::moderation::{self, Action, Command, Moderated};
-use ledgerboard_core::domain::{BoardId, EventId, UserId};
+use ledgerboard_core::domain::{BoardId, EventId, UserId, is_period_id};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Identity;
@@ -37,6 +37,11 @@ pub struct ModerationBody {
     /// The board: required by `remove`, refused by the others.
     #[schema(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
     board: Option<String>,
+    /// `remove` on a board that resets: the period the entry is removed from (its id,
+    /// `YYYYMMDDTHHMMSSZ`, as reads and command answers name it); without it, the board
+    /// itself (where a board that resets holds no entries).
+    #[schema(pattern = r"^[0-9]{8}T[0-9]{6}Z$")]
+    period: Option<String>,
     /// Why (kept in the audit row): 1 to 512 characters.
     #[schema(min_length = 1, max_length = 512)]
     reason: String,
@@ -75,7 +80,21 @@ impl From<Moderated> for ModerationOutcome {
 
 fn action(body: &ModerationBody) -> Result<Action, ApiError> {
     let user = UserId::parse(&body.user_id)?;
-    let board = body.board.as_deref().map(BoardId::parse).transpose()?;
+    let mut board = body.board.as_deref().map(BoardId::parse).transpose()?;
+    if let Some(period) = &body.period {
+        if body.action != "remove" {
+            return Err(ApiError::InvalidModeration(
+                "period_not_allowed",
+                format!("`{}` applies to every period: no `period`", body.action),
+            ));
+        }
+        if !is_period_id(period) {
+            return Err(ApiError::InvalidPeriod(
+                "period must be a period id (YYYYMMDDTHHMMSSZ)".into(),
+            ));
+        }
+        board = board.map(|b| b.in_period(period)).transpose()?;
+    }
     match (body.action.as_str(), board) {
         ("remove", Some(board)) => Ok(Action::Remove { board, user }),
         ("remove", None) => Err(ApiError::InvalidModeration(
@@ -110,7 +129,7 @@ fn action(body: &ModerationBody) -> Result<Action, ApiError> {
         (status = 403, description = "the token has neither the moderate nor the admin scope", body = ErrorBody),
         (status = 409, description = "`action_id_reused`: the action id was used for another command", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_action_id`, `invalid_action`, `invalid_user_id`, `invalid_board_id`, `board_required`, `board_not_allowed`, `invalid_reason`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_action_id`, `invalid_action`, `invalid_user_id`, `invalid_board_id`, `board_required`, `board_not_allowed`, `period_not_allowed`, `invalid_period`, `invalid_reason`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held a ban up too long", body = ErrorBody),
     ),
@@ -127,7 +146,7 @@ pub async fn post_moderation(
     let body = body?;
     let raw: ModerationBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"reason\"}}: {e}"
+            "expected {{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"period\"?, \"reason\"}}: {e}"
         ))
     })?;
     let action_id = EventId::parse(&raw.action_id).map_err(|_| {
