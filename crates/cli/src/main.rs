@@ -131,6 +131,10 @@ enum BoardCommand {
     RemoveEntry {
         #[arg(long)]
         board: String,
+        /// On a board that resets: the period the entry is removed from (its id,
+        /// YYYYMMDDTHHMMSSZ, as `period show` and reads name it).
+        #[arg(long)]
+        period: Option<String>,
         #[arg(long)]
         user: String,
         #[command(flatten)]
@@ -663,11 +667,20 @@ async fn board(settings: &Settings, command: BoardCommand) -> anyhow::Result<()>
         }
         BoardCommand::RemoveEntry {
             board,
+            period,
             user,
             moderation,
         } => {
+            let mut board = parse(&board)?;
+            if let Some(period) = period {
+                anyhow::ensure!(
+                    ledgerboard_core::domain::is_period_id(&period),
+                    "--period must be a period id (YYYYMMDDTHHMMSSZ)"
+                );
+                board = board.in_period(&period).context("--period")?;
+            }
             let action = Action::Remove {
-                board: parse(&board)?,
+                board,
                 user: UserId::parse(&user).context("--user")?,
             };
             moderate(&db, action, moderation, 0).await?;

@@ -562,6 +562,51 @@ async fn board_reset_and_period_close_show_verify() {
     );
     let (ok, out, err) = close(false);
     assert!(ok && out.contains("already closed"), "{out}{err}");
+
+    // An entry is removed from a period by naming it (the board holds none itself).
+    let (ok, out, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "remove-entry",
+            "--board",
+            "cup",
+            "--period",
+            period.as_str(),
+            "--user",
+            "bob",
+            "--reason",
+            "test account",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("\"{cup}\"")), "{out}");
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM user_scores WHERE board_id = $1 AND user_id = 'bob'",
+            &[&cup],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(left, 0, "bob's entry left the period");
+    let (ok, _, err) = lbctl(
+        &db,
+        &[
+            "board",
+            "remove-entry",
+            "--board",
+            "cup",
+            "--period",
+            "last-week",
+            "--user",
+            "bob",
+            "--reason",
+            "r",
+        ],
+    );
+    assert!(!ok && err.contains("--period"), "{err}");
     let (ok, out, err) = lbctl(
         &db,
         &["period", "show", "--board", "cup", "--period", &period],
