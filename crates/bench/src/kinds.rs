@@ -1,6 +1,7 @@
 //! The board kinds side by side: command throughput through the API and commit-to-visible
 //! latency on an undeclared `add` board (today's default), a `best` board, an ascending `best`
-//! board with earliest-first ties (a time trial) and a `latest` board, each on a fresh
+//! board with earliest-first ties (a time trial), an `add` board with a weekly cron reset (what
+//! periods cost a command) and a `latest` board, each on a fresh
 //! database and namespace, in the same run, each as a ratio to the `add` board's figures.
 //!
 //! The `best` boards are sent only improving scores (a counter shared by every connection,
@@ -27,7 +28,7 @@ fn rising() -> i64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-const KINDS: [(&str, Target); 4] = [
+const KINDS: [(&str, Target); 5] = [
     (
         "add, descending, ties by user id (undeclared)",
         Target {
@@ -52,6 +53,18 @@ const KINDS: [(&str, Target); 4] = [
                 r#"{"operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000000000000}"#,
             ),
             request: |_, _| command("kind-trial", "score", |_| SLOWEST - rising()),
+        },
+    ),
+    // A board that resets: each command's statement takes the board's period lock shared and
+    // finds its period in board_resets (lb_command_board), where a board that never resets
+    // looks its definition up and goes on: the cost of periods on the command path. A weekly
+    // schedule, so that the run stays in one period.
+    (
+        "add, weekly cron schedule (0 0 * * MON)",
+        Target {
+            board: "kind-cron",
+            definition: Some(r#"{"operator":"add","reset":"0 0 * * MON"}"#),
+            request: |_, _| command("kind-cron", "delta", |r| (r % 100 + 1) as i64),
         },
     ),
     (

@@ -126,7 +126,7 @@ pub async fn level(
         .map(|_| start_replica(&stack.settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
     let store = Store::connect(&stack.settings.redis)?;
-    let versions_key = store.keys().versions(&BoardId::parse(target.board)?);
+    let versions_key = store.keys().versions(&landing_board(&stack, target.board).await?);
 
     let waiting: Waiting = Arc::default();
     // The measured phase starts after the warm-up.
@@ -294,4 +294,17 @@ async fn watch(
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     Ok(seen)
+}
+
+/// The board id commands of `board` land in: the board itself, or, on a board that resets, its
+/// current period (the kinds' schedule is weekly: one period for the whole level).
+async fn landing_board(stack: &Stack, board: &str) -> anyhow::Result<BoardId> {
+    let board = BoardId::parse(board)?;
+    let db = ledgerboard_core::db::Database::connect(&stack.settings.database, "bench-latency")?;
+    Ok(
+        match ledgerboard_core::board::periods::current(&db, &board).await? {
+            Some(p) => board.in_period(&p.current)?,
+            None => board,
+        },
+    )
 }
