@@ -126,7 +126,9 @@ pub async fn level(
         .map(|_| start_replica(&stack.settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
     let store = Store::connect(&stack.settings.redis)?;
-    let versions_key = store.keys().versions(&landing_board(&stack, target.board).await?);
+    let versions_key = store
+        .keys()
+        .versions(&landing_board(&stack, target.board).await?);
 
     let waiting: Waiting = Arc::default();
     // The measured phase starts after the warm-up.

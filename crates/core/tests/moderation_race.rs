@@ -4,7 +4,8 @@
 //! wrote the new entry from that old snapshot: from version 1 instead of the removal's version
 //! plus one, at or below the tombstone the projection keeps, so Redis dropped its score as
 //! stale. The removal now takes the table lock a ban takes, so the command waits for it and
-//! reads `removed_entries` after its commit. An erasure takes it too, for the same reason.
+//! reads `removed_entries` after its commit. An erasure sweeps under it what a command that
+//! committed during the erasure's long statement left.
 
 use std::time::{Duration, Instant};
 
@@ -184,8 +185,9 @@ async fn a_command_racing_a_removal_continues_from_the_removals_version() {
 /// An erasure racing a command of the user that commits while the erasure runs: the command's
 /// event must be erased too. The command is written by hand in a transaction the test holds
 /// (its entry and its event, as a score statement writes them), so that it commits exactly
-/// while the erasure waits; without the table lock, the erasure's statement took its snapshot
-/// before that commit and left the event under the user's id.
+/// while the erasure's long statement waits for its row: that statement's snapshot predates the
+/// commit, so without the sweep after it (under the table lock) the event stayed under the
+/// user's id.
 #[tokio::test]
 async fn an_erasure_takes_the_event_of_a_command_committing_during_it() {
     let (test_db, db) = setup().await;

@@ -176,6 +176,13 @@ static ERASE: Statement<3> = Statement::new(
     [Type::TEXT, Type::TEXT, Type::UUID],
 );
 
+/// Parameters: user, pseudonym.
+static ERASE_SWEEP: Statement<2> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_erase_sweep.sql"),
+    [Type::TEXT, Type::TEXT],
+);
+
 /// Parameters: user.
 static ERASE_PENDING: Statement<1> = Statement::new(
     Op::Moderate,
@@ -316,23 +323,33 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             })
         }
         Action::Erase { user } => {
-            // The same table lock: a command of the user in flight commits first (and is
-            // erased with the rest), one arriving now starts anew after the commit. Without
-            // it, a command whose snapshot predated the erasure wrote its entry from the
-            // erased one (tests/moderation_race.rs).
-            stmts.execute(&tx, &LOCK, []).await?;
+            // The long statement (it reads the whole events table) runs without the table
+            // lock, so commands go on; then the sweep, under the lock for milliseconds, takes
+            // what a command of the user that committed meanwhile left
+            // (sql/moderation_erase_sweep.sql, tests/moderation_race.rs).
             let row = stmts
                 .query_one(&tx, &ERASE, [&user.as_str(), &pseudonym, &cmd.action_id])
                 .await?;
+            stmts.execute(&tx, &LOCK, []).await?;
+            let sweep = stmts
+                .query_one(&tx, &ERASE_SWEEP, [&user.as_str(), &pseudonym])
+                .await?;
+            let count = |column: &str| -> Result<i64, tokio_postgres::Error> {
+                Ok(row.try_get::<_, i64>(column)? + sweep.try_get::<_, i64>(column)?)
+            };
+            let mut boards: Vec<String> = row.try_get("boards")?;
+            boards.extend(sweep.try_get::<_, Vec<String>>("boards")?);
+            boards.sort();
+            boards.dedup();
             json!({
-                "entries": row.try_get::<_, i64>("entries")?,
+                "entries": count("entries")?,
                 "removed_entries": row.try_get::<_, i64>("removed_entries")?,
                 "ban": row.try_get::<_, bool>("ban")?,
-                "events": row.try_get::<_, i64>("events")?,
-                "outbox_rows": row.try_get::<_, i64>("outbox_rows")?,
+                "events": count("events")?,
+                "outbox_rows": count("outbox_rows")?,
                 "audit_rows": row.try_get::<_, i64>("audit_rows")?,
                 "standings_rows": row.try_get::<_, i64>("standings_rows")?,
-                "boards": row.try_get::<_, Vec<String>>("boards")?,
+                "boards": boards,
             })
         }
     };

@@ -1,4 +1,5 @@
--- Taken by a ban, an unban, a removal and an erasure before they change a user's entries (moderation.rs):
+-- Taken by a ban, an unban and a removal before they change a user's entries, and by an erasure
+-- before its sweep (moderation_erase_sweep.sql; moderation.rs):
 -- SHARE conflicts with the ROW EXCLUSIVE lock every score command's statement takes on
 -- user_scores, so this waits for the commands in flight and holds new ones until the moderation
 -- commits. A command held here takes its snapshot after the commit, so it sees the ban
