@@ -11,7 +11,7 @@
 //!
 //! Then the closed periods past `reconciler.period_projection_retention_ms` are archived
 //! ([`archive_due`]): read from PostgreSQL from then on, and their Redis keys unlinked once
-//! `reconciler.period_archive_grace_ms` has passed (migration V9 says why in two steps).
+//! `reconciler.period_archive_grace_ms` has passed (migration V8 says why in two steps).
 
 use std::time::Duration;
 

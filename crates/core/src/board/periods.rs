@@ -38,7 +38,7 @@ pub struct Periods {
     pub ends_in_ms: Option<i64>,
     /// The period that starts then.
     pub next: Option<String>,
-    /// The last archived period (migration V9): it and every period before it are read from
+    /// The last archived period (migration V8): it and every period before it are read from
     /// PostgreSQL only.
     pub archived_through: Option<String>,
 }

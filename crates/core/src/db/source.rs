@@ -41,7 +41,7 @@ pub static BOARDS: Statement<3> = Statement::new(
 );
 
 /// Up to `limit` boards that have source rows, in byte order, after `after` ("" for the first)
-/// and, when `upto` is set, up to and including it; archived periods (migration V9) are left
+/// and, when `upto` is set, up to and including it; archived periods (migration V8) are left
 /// out. A stored board id that does not validate is skipped with a warning (it could not be a Redis key); the page may then be shorter, so
 /// callers page on with the last id of the raw page, returned second.
 pub async fn boards_page(

@@ -36,7 +36,7 @@ c AS (
 SELECT lb_period_id(c.starts_at) AS current,
        -- The period that starts at ends_at (the reconciler seals it ahead: reconciler/periods.rs).
        lb_period_id(c.ends_at) AS next,
-       -- The last archived period (V9): it and every period before it are read from
+       -- The last archived period (V8): it and every period before it are read from
        -- PostgreSQL. Periods are archived oldest first; the primary key finds it backwards.
        (SELECT max(a.period) FROM period_closes a
         WHERE a.board_id = $1 AND a.archived_at IS NOT NULL) AS archived_through,

@@ -14,7 +14,7 @@ WITH RECURSIVE boards AS (
       AND b.n < $3
       AND ($2::text IS NULL OR b.board_id < $2)
 )
--- Archived periods (V9) are listed with a flag, not left out: the walk pages on by the last id
+-- Archived periods (V8) are listed with a flag, not left out: the walk pages on by the last id
 -- listed, so a page of archived periods must not look like the end of the boards.
 SELECT board_id, lb_period_archived(board_id) AS archived FROM boards
 WHERE board_id IS NOT NULL
