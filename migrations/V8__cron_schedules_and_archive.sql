@@ -32,25 +32,38 @@ ALTER TABLE board_definitions ADD CONSTRAINT board_definitions_reset CHECK (
     OR lb_reset_is_cron(reset));
 
 -- As version 7's, except that a cron schedule (like `manual`) has no boundary computed here:
--- its boundaries are board_resets' rows, so the latest row at or before p_at decides.
+-- its boundaries are board_resets' rows, so the latest row at or before p_at decides. And in
+-- PL/pgSQL rather than SQL: a SQL function with a sub-select is not inlined, so every command's
+-- call from lb_command_board planned its body again (each transaction builds a new executor
+-- state for PL/pgSQL's expressions), where PL/pgSQL keeps the plan of its query for the
+-- session (measured: docs/performance.md, "Periods on the command path").
 CREATE OR REPLACE FUNCTION lb_period_start(p_board text, p_reset text, p_zone text,
                                            p_at timestamptz)
-RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN p_reset = 'never' THEN NULL ELSE greatest(
-        CASE
-            WHEN p_reset = 'daily' THEN date_trunc('day', p_at, p_zone)
-            WHEN p_reset = 'weekly' THEN date_trunc('week', p_at, p_zone)
-            WHEN p_reset = 'monthly' THEN date_trunc('month', p_at, p_zone)
-            -- 'every Ns': boundaries at whole multiples of N seconds since the Unix epoch.
-            WHEN p_reset LIKE 'every %' THEN
-                to_timestamp(floor(extract(epoch FROM p_at)
-                                   / substring(p_reset FROM '[0-9]+')::bigint)
-                             * substring(p_reset FROM '[0-9]+')::bigint)
-            -- 'manual' and cron schedules: board_resets only.
-            ELSE NULL
-        END,
-        (SELECT max(r.starts_at) FROM board_resets r
-         WHERE r.board_id = p_board AND r.starts_at <= p_at)) END
+RETURNS timestamptz LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    scheduled timestamptz;
+    opened    timestamptz;
+BEGIN
+    IF p_reset = 'never' THEN
+        RETURN NULL;
+    END IF;
+    scheduled := CASE
+        WHEN p_reset = 'daily' THEN date_trunc('day', p_at, p_zone)
+        WHEN p_reset = 'weekly' THEN date_trunc('week', p_at, p_zone)
+        WHEN p_reset = 'monthly' THEN date_trunc('month', p_at, p_zone)
+        -- 'every Ns': boundaries at whole multiples of N seconds since the Unix epoch.
+        WHEN p_reset LIKE 'every %' THEN
+            to_timestamp(floor(extract(epoch FROM p_at)
+                               / substring(p_reset FROM '[0-9]+')::bigint)
+                         * substring(p_reset FROM '[0-9]+')::bigint)
+        -- 'manual' and cron schedules: board_resets only.
+    END;
+    SELECT max(r.starts_at) INTO opened
+    FROM board_resets r
+    WHERE r.board_id = p_board AND r.starts_at <= p_at;
+    -- greatest() skips NULLs: a schedule without a computed boundary, or no reset yet.
+    RETURN greatest(scheduled, opened);
+END
 $$;
 
 COMMENT ON COLUMN board_resets.actor IS
