@@ -31,23 +31,12 @@ ALTER TABLE board_definitions ADD CONSTRAINT board_definitions_reset CHECK (
     OR reset ~ '^every [1-9][0-9]{0,7}s$'
     OR lb_reset_is_cron(reset));
 
--- As version 7's, except that a cron schedule (like `manual`) has no boundary computed here:
--- its boundaries are board_resets' rows, so the latest row at or before p_at decides. And in
--- PL/pgSQL rather than SQL: a SQL function with a sub-select is not inlined, so every command's
--- call from lb_command_board planned its body again (each transaction builds a new executor
--- state for PL/pgSQL's expressions), where PL/pgSQL keeps the plan of its query for the
--- session (measured: docs/performance.md, "Periods on the command path").
-CREATE OR REPLACE FUNCTION lb_period_start(p_board text, p_reset text, p_zone text,
-                                           p_at timestamptz)
-RETURNS timestamptz LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
-DECLARE
-    scheduled timestamptz;
-    opened    timestamptz;
-BEGIN
-    IF p_reset = 'never' THEN
-        RETURN NULL;
-    END IF;
-    scheduled := CASE
+-- The last boundary of a computed schedule at or before p_at (daily, weekly and monthly in
+-- zone p_zone, every N seconds); NULL for `manual`, a cron schedule (their boundaries are
+-- board_resets' rows) and `never`. No sub-select, so PostgreSQL inlines it where it is called.
+CREATE FUNCTION lb_schedule_start(p_reset text, p_zone text, p_at timestamptz)
+RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE
         WHEN p_reset = 'daily' THEN date_trunc('day', p_at, p_zone)
         WHEN p_reset = 'weekly' THEN date_trunc('week', p_at, p_zone)
         WHEN p_reset = 'monthly' THEN date_trunc('month', p_at, p_zone)
@@ -56,13 +45,64 @@ BEGIN
             to_timestamp(floor(extract(epoch FROM p_at)
                                / substring(p_reset FROM '[0-9]+')::bigint)
                          * substring(p_reset FROM '[0-9]+')::bigint)
-        -- 'manual' and cron schedules: board_resets only.
-    END;
+    END
+$$;
+
+-- Each start's period id, kept with it: a command on a board reset by hand or by a cron
+-- schedule reads its period's id instead of formatting it (lb_command_board below).
+ALTER TABLE board_resets
+    ADD COLUMN period text COLLATE "C" GENERATED ALWAYS AS (lb_period_id(starts_at)) STORED;
+
+-- As version 7's: the later of the schedule's last boundary and the last start in board_resets
+-- at or before p_at (a cron schedule, like `manual`, has only the latter). In PL/pgSQL rather
+-- than SQL: a SQL function with a sub-select is not inlined, so every command's call planned
+-- its body again (each transaction builds new executor state for PL/pgSQL's expressions),
+-- where PL/pgSQL keeps its query's plan for the session (docs/performance.md, "Periods on the
+-- command path").
+CREATE OR REPLACE FUNCTION lb_period_start(p_board text, p_reset text, p_zone text,
+                                           p_at timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    opened timestamptz;
+BEGIN
+    IF p_reset = 'never' THEN
+        RETURN NULL;
+    END IF;
     SELECT max(r.starts_at) INTO opened
     FROM board_resets r
     WHERE r.board_id = p_board AND r.starts_at <= p_at;
-    -- greatest() skips NULLs: a schedule without a computed boundary, or no reset yet.
-    RETURN greatest(scheduled, opened);
+    -- greatest() skips NULLs: a schedule without a computed boundary, or no start yet.
+    RETURN greatest(lb_schedule_start(p_reset, p_zone, p_at), opened);
+END
+$$;
+
+-- As version 7's (the same rule: the shared lock, then the clock), computing less: the start
+-- of the period from board_resets comes with its id, so only a computed schedule's boundary
+-- is formatted (lb_period_id's to_char cost about 40 µs of CPU a command).
+CREATE OR REPLACE FUNCTION lb_command_board(p_board text) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    d         record;
+    at        timestamptz;
+    scheduled timestamptz;
+    opened    record;
+BEGIN
+    SELECT reset, time_zone INTO d FROM board_definitions WHERE board_id = p_board;
+    IF NOT FOUND OR d.reset = 'never' THEN
+        RETURN p_board;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(lb_period_lock_key(p_board));
+    at := clock_timestamp();
+    SELECT r.starts_at, r.period INTO opened
+    FROM board_resets r
+    WHERE r.board_id = p_board AND r.starts_at <= at
+    ORDER BY r.starts_at DESC
+    LIMIT 1;
+    scheduled := lb_schedule_start(d.reset, d.time_zone, at);
+    IF scheduled IS NULL OR opened.starts_at >= scheduled THEN
+        RETURN p_board || '~' || opened.period;
+    END IF;
+    RETURN p_board || '~' || lb_period_id(scheduled);
 END
 $$;
 
