@@ -2,7 +2,8 @@
 -- the rows as they are now, against the one written at the close. (2) Each row against the
 -- events: the newest event of the user in the period (by version) must carry the row's score
 -- and version, or a lower version by no more than the user's bans and unbans between that
--- event and the close (each re-versions the user's entries and writes no event); and every user with events in the period but no row must be explained by a
+-- event (less 10 s: see below) and the close (each re-versions the user's entries and writes
+-- no event); and every user with events in the period but no row must be explained by a
 -- removal from the period or a ban in force at the close, or be an erasure's pseudonym. An
 -- erasure after the close replaces a row's user id with the pseudonym its events carry too, so
 -- (2) still holds for it while (1) no longer matches: `erased` counts those rows.
@@ -37,7 +38,11 @@ joined AS MATERIALIZED (
                AND f.version - l.version <= (
                    SELECT count(*) FROM moderation_actions m, c
                    WHERE m.user_id = f.user_id AND m.action IN ('ban', 'unban')
-                     AND m.at >= l.created_at AND m.at <= c.closed_at))), false) AS same,
+                     -- A ban's `at` is its transaction's start, before it waited (up to 2 s)
+                     -- for the commands in flight: one that re-versioned the row after this
+                     -- event may carry an earlier time than the event's.
+                     AND m.at >= l.created_at - interval '10 seconds'
+                     AND m.at <= c.closed_at))), false) AS same,
            coalesce(f.user_id, l.user_id) IN (SELECT user_id FROM erasures) AS erased
     FROM frozen f FULL JOIN latest l ON l.user_id = f.user_id
 ),
