@@ -76,6 +76,12 @@ pub struct ApiSettings {
     /// whose `X-Forwarded-For` / `Forwarded` headers name the client; from any other peer the
     /// headers are ignored and the peer is the client. Empty: trust none.
     pub trusted_proxies: String,
+    /// Score commands are committed in groups (`board/group.rs`): this many groups run at once,
+    /// each on one connection of `database.pool_max_size`. A command that finds one of them
+    /// idle goes at once, alone; commands that arrive while all are busy leave together.
+    pub command_group_workers: Count<1, 1_000>,
+    /// Most commands in one group (one transaction); 1 turns grouping off.
+    pub command_group_max: Count<1, 10_000>,
 }
 
 impl Default for ApiSettings {
@@ -99,6 +105,8 @@ impl Default for ApiSettings {
             write_timeout_ms: const { Millis::of(10_000) },
             max_connections_per_client: const { Count::of(256) },
             trusted_proxies: String::new(),
+            command_group_workers: const { Count::of(4) },
+            command_group_max: const { Count::of(32) },
         }
     }
 }

@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use ledgerboard_core::board::definitions::Definitions;
+use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::board::periods::PeriodCache;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
@@ -19,6 +20,8 @@ use crate::settings::{ApiSettings, Sections};
 pub struct AppState {
     /// Commands only: reads can never take the connections a command needs.
     pub db: Database,
+    /// Score commands on their way to `db`, committed in groups (`api.command_group_*`).
+    pub commands: CommandGroups,
     /// Reads from PostgreSQL (strong reads, fallbacks) and the lag measurement, in a pool of
     /// their own (`api.read_pool_max_size`).
     pub read_db: Database,
@@ -62,8 +65,14 @@ impl AppState {
             tracing::error!(error = %e, "cannot build the read pool; reads share the command pool");
             db.clone()
         });
+        let commands = CommandGroups::start(
+            db.clone(),
+            api.command_group_workers.get(),
+            api.command_group_max.get(),
+        );
         Self {
             db,
+            commands,
             read_db,
             store,
             freshness: Arc::new(FreshnessCache::new(api.freshness_cache())),

@@ -6,7 +6,7 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::{self, apply_score_command};
+use ledgerboard_core::board;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::{BoardId, ScoreCommand};
@@ -92,16 +92,14 @@ pub async fn post_score(
         let traceparent = trace_context::current_traceparent();
         let definition = state.definitions.get(&state.db, &board).await?;
         let command = validate(&definition, &raw)?;
-        match apply_score_command(&state.db, &command, traceparent.as_deref()).await {
+        match state.commands.apply(command, traceparent.clone()).await {
             // The cached definition lags the database's: once more against the current one
             // (the command may now be invalid, and is then refused as such).
             Err(StoreError::DefinitionChanged) => {
                 state.definitions.forget(&board);
                 let definition = state.definitions.get(&state.db, &board).await?;
                 let command = validate(&definition, &raw)?;
-                Ok::<_, ApiError>(
-                    apply_score_command(&state.db, &command, traceparent.as_deref()).await?,
-                )
+                Ok::<_, ApiError>(state.commands.apply(command, traceparent).await?)
             }
             other => Ok(other?),
         }

@@ -1,8 +1,10 @@
 //! Running a score command: the operator's statement, once per event id, retried after a lost
 //! race; the duplicate check on the answer.
 
+use tokio_postgres::Row;
+
 use super::{ADD, BEST, LATEST};
-use crate::db::{Database, StoreError};
+use crate::db::{Database, Params, Statement, StoreError};
 use crate::domain::{BoardId, CommandOutcome, ScoreCommand};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently,
@@ -22,99 +24,146 @@ pub async fn apply_score_command(
     cmd: &ScoreCommand,
     traceparent: Option<&str>,
 ) -> Result<CommandOutcome, StoreError> {
-    let statement = match cmd.operator {
-        "add" => &ADD,
-        "best" => &BEST,
-        "latest" => &LATEST,
-        other => {
-            return Err(StoreError::Internal(format!(
-                "no statement for operator {other:?}"
-            )));
-        }
-    };
+    let statement = statement_of(cmd)?;
+    let bound = Bound::new(cmd, traceparent);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let result = db
-            .query_one(
-                statement,
-                [
-                    &cmd.event_id.as_uuid(),
-                    &cmd.board.as_str(),
-                    &cmd.user_id.as_str(),
-                    &cmd.value,
-                    &traceparent,
-                    &cmd.revision,
-                    &cmd.tie_sign,
-                    &cmd.min_score,
-                    &cmd.max_score,
-                    &cmd.metadata,
-                    &cmd.direction,
-                ],
-            )
-            .await;
+        let result = db.query_one(statement, bound.params()).await;
         let row = match result {
             Ok(row) => row,
             Err(StoreError::Contended(_)) if attempt < MAX_ATTEMPTS => continue,
             Err(e) => return Err(e),
         };
-        let outcome: String = row.try_get("outcome")?;
-        match outcome.as_str() {
-            "applied" | "duplicate" => {}
-            "stale_definition" => return Err(StoreError::DefinitionChanged),
-            "score_out_of_range" => return Err(StoreError::ScoreOutOfRange),
-            "retry" if attempt < MAX_ATTEMPTS => continue,
-            other => {
-                return Err(StoreError::Internal(format!(
-                    "unexpected statement outcome {other:?}"
-                )));
+        match answer(cmd, &row)? {
+            Answer::Retry if attempt < MAX_ATTEMPTS => continue,
+            Answer::Retry => {
+                return Err(StoreError::Internal(
+                    "the statement asked for a retry too often".to_owned(),
+                ));
             }
-        }
-        let duplicate = outcome == "duplicate";
-        // The board the statement wrote: the command's, or the period of it that was open.
-        let written: String = row.try_get("board_id")?;
-        let written = BoardId::parse_stored(&written).map_err(|_| {
-            StoreError::Internal(format!("the statement wrote to board {written:?}"))
-        })?;
-        if duplicate {
-            let user_id: String = row.try_get("user_id")?;
-            let operator: String = row.try_get("operator")?;
-            let submitted: Option<i64> = row.try_get("submitted")?;
-            let metadata: Option<String> = row.try_get("metadata")?;
-            // jsonb normalizes its text: compare the parsed values.
-            let same_metadata = match (&metadata, &cmd.metadata) {
-                (None, None) => true,
-                (Some(a), Some(b)) => {
-                    serde_json::from_str::<serde_json::Value>(a).ok()
-                        == serde_json::from_str::<serde_json::Value>(b).ok()
+            Answer::Done(outcome) => {
+                // Only a change writes an outbox row worth waking the projectors for.
+                if !outcome.duplicate && outcome.improved {
+                    db.wake_projectors();
                 }
-                _ => false,
-            };
-            // A repeat after the board's period changed still names the same board.
-            if written.base() != cmd.board
-                || user_id != cmd.user_id.as_str()
-                || operator != cmd.operator
-                || submitted != Some(cmd.value)
-                || !same_metadata
-            {
-                return Err(StoreError::EventIdReused(cmd.event_id));
+                return Ok(outcome);
             }
         }
-        let improved: bool = row.try_get("improved")?;
-        // Only a change writes an outbox row worth waking the projectors for.
-        if !duplicate && improved {
-            db.wake_projectors();
-        }
-        return Ok(CommandOutcome {
-            event_id: cmd.event_id,
-            // Equal to the command's: a different pair was refused above.
-            board: cmd.board.clone(),
-            user_id: cmd.user_id.clone(),
-            score: row.try_get("score")?,
-            version: row.try_get("version")?,
-            duplicate,
-            improved,
-            period: written.period().map(str::to_owned),
-        });
     }
+}
+
+/// The operator's statement.
+pub(super) fn statement_of(cmd: &ScoreCommand) -> Result<&'static Statement<11>, StoreError> {
+    match cmd.operator {
+        "add" => Ok(&ADD),
+        "best" => Ok(&BEST),
+        "latest" => Ok(&LATEST),
+        other => Err(StoreError::Internal(format!(
+            "no statement for operator {other:?}"
+        ))),
+    }
+}
+
+/// A command's statement parameters, owned where the command holds them borrowed.
+pub(super) struct Bound<'a> {
+    cmd: &'a ScoreCommand,
+    event_id: uuid::Uuid,
+    board: &'a str,
+    user_id: &'a str,
+    traceparent: Option<&'a str>,
+}
+
+impl<'a> Bound<'a> {
+    pub(super) fn new(cmd: &'a ScoreCommand, traceparent: Option<&'a str>) -> Self {
+        Self {
+            cmd,
+            event_id: cmd.event_id.as_uuid(),
+            board: cmd.board.as_str(),
+            user_id: cmd.user_id.as_str(),
+            traceparent,
+        }
+    }
+
+    /// In the order of `PARAMETERS` (`board/mod.rs`).
+    pub(super) fn params(&self) -> Params<'_, 11> {
+        [
+            &self.event_id,
+            &self.board,
+            &self.user_id,
+            &self.cmd.value,
+            &self.traceparent,
+            &self.cmd.revision,
+            &self.cmd.tie_sign,
+            &self.cmd.min_score,
+            &self.cmd.max_score,
+            &self.cmd.metadata,
+            &self.cmd.direction,
+        ]
+    }
+}
+
+/// What one run of the statement answered for `cmd`.
+pub(super) enum Answer {
+    Done(CommandOutcome),
+    /// Lost a race the statement detected itself (a best board's concurrent first
+    /// submission): nothing written, run it again.
+    Retry,
+}
+
+/// Reads the statement's row: the outcome, or the refusal (another revision, the score range,
+/// the event id reused with another payload).
+pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError> {
+    let outcome: String = row.try_get("outcome")?;
+    match outcome.as_str() {
+        "applied" | "duplicate" => {}
+        "stale_definition" => return Err(StoreError::DefinitionChanged),
+        "score_out_of_range" => return Err(StoreError::ScoreOutOfRange),
+        "retry" => return Ok(Answer::Retry),
+        other => {
+            return Err(StoreError::Internal(format!(
+                "unexpected statement outcome {other:?}"
+            )));
+        }
+    }
+    let duplicate = outcome == "duplicate";
+    // The board the statement wrote: the command's, or the period of it that was open.
+    let written: String = row.try_get("board_id")?;
+    let written = BoardId::parse_stored(&written)
+        .map_err(|_| StoreError::Internal(format!("the statement wrote to board {written:?}")))?;
+    if duplicate {
+        let user_id: String = row.try_get("user_id")?;
+        let operator: String = row.try_get("operator")?;
+        let submitted: Option<i64> = row.try_get("submitted")?;
+        let metadata: Option<String> = row.try_get("metadata")?;
+        // jsonb normalizes its text: compare the parsed values.
+        let same_metadata = match (&metadata, &cmd.metadata) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                serde_json::from_str::<serde_json::Value>(a).ok()
+                    == serde_json::from_str::<serde_json::Value>(b).ok()
+            }
+            _ => false,
+        };
+        // A repeat after the board's period changed still names the same board.
+        if written.base() != cmd.board
+            || user_id != cmd.user_id.as_str()
+            || operator != cmd.operator
+            || submitted != Some(cmd.value)
+            || !same_metadata
+        {
+            return Err(StoreError::EventIdReused(cmd.event_id));
+        }
+    }
+    Ok(Answer::Done(CommandOutcome {
+        event_id: cmd.event_id,
+        // Equal to the command's: a different pair was refused above.
+        board: cmd.board.clone(),
+        user_id: cmd.user_id.clone(),
+        score: row.try_get("score")?,
+        version: row.try_get("version")?,
+        duplicate,
+        improved: row.try_get("improved")?,
+        period: written.period().map(str::to_owned),
+    }))
 }

@@ -13,6 +13,7 @@
 
 mod apply;
 pub mod definitions;
+pub mod group;
 pub mod increment;
 pub mod moderation;
 pub mod periods;

@@ -7,15 +7,18 @@ use std::time::Instant;
 
 use opentelemetry::metrics::{Counter, Histogram};
 
-use crate::telemetry::metrics::{Label, counter, latency, meter};
+use crate::telemetry::metrics::{Label, counter, latency, meter, rows};
 
 /// What a PostgreSQL call does: the `op` label of `ledgerboard_db_call_duration_seconds`.
 /// Each statement carries one (see [`super::Statement`]); a few calls that are not one
 /// statement (a ping, a commit, a pipelined pair) have their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
-    /// The score command (`commands/score.sql`).
+    /// One score command's statement (`board/sql/{add,best,latest}.sql`) on its own.
     ScoreCommand,
+    /// A group of score commands in one transaction: BEGIN and every command's statement in
+    /// one pipelined round trip, then COMMIT (`board/group.rs`).
+    CommandGroup,
     ReadTop,
     ReadUser,
     /// The members above and below one member, pipelined: one round trip, timed once.
@@ -80,6 +83,7 @@ pub enum Op {
 impl Label for Op {
     const ALL: &'static [Self] = &[
         Op::ScoreCommand,
+        Op::CommandGroup,
         Op::ReadTop,
         Op::ReadUser,
         Op::ReadAround,
@@ -129,6 +133,7 @@ impl Op {
     pub const fn as_str(self) -> &'static str {
         match self {
             Op::ScoreCommand => "score_command",
+            Op::CommandGroup => "command_group",
             Op::ReadTop => "read_top",
             Op::ReadUser => "read_user",
             Op::ReadAround => "read_around",
@@ -181,6 +186,11 @@ struct DbMetrics {
     call_duration: Histogram<f64>,
     /// Cancel requests sent for queries whose caller gave up (`Database::bounded`).
     cancels: Counter<u64>,
+    /// Commands per group of the api's grouped commits (`board/group.rs`), groups of one too.
+    group_commands: Histogram<u64>,
+    /// Groups that failed as a whole (rolled back, or their commit's outcome unknown) and
+    /// whose commands then ran alone.
+    group_failures: Counter<u64>,
 }
 
 static METRICS: OnceLock<DbMetrics> = OnceLock::new();
@@ -201,6 +211,16 @@ fn metrics() -> &'static DbMetrics {
                 "ledgerboard.db.cancels",
                 "Queries cancelled on the server because their caller gave up",
             ),
+            group_commands: rows(
+                &m,
+                "ledgerboard.db.command_group.commands",
+                "Score commands per group of grouped commits (groups of one included)",
+            ),
+            group_failures: counter(
+                &m,
+                "ledgerboard.db.command_group.failures",
+                "Command groups that failed as a whole; their commands then ran alone",
+            ),
         }
     })
 }
@@ -215,6 +235,16 @@ pub(crate) fn record(op: Op, started: Instant) {
 /// Counts one cancel request the server accepted.
 pub(crate) fn cancelled() {
     metrics().cancels.add(1, &[]);
+}
+
+/// Counts one group of `commands` score commands.
+pub(crate) fn command_group(commands: usize) {
+    metrics().group_commands.record(commands as u64, &[]);
+}
+
+/// Counts one command group that failed as a whole.
+pub(crate) fn command_group_failed() {
+    metrics().group_failures.add(1, &[]);
 }
 
 /// Awaits `call` and records its latency under `op`.

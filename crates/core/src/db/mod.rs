@@ -24,5 +24,5 @@ pub use migrations::{
     Compatibility, MigrationReport, SchemaCheck, check_schema, known_schema_version, migrate,
 };
 pub use pool::{Database, wait_until_reachable};
-pub use statement::{Params, Statement, StatementClient, Statements, commit};
+pub use statement::{Params, Ready, Statement, StatementClient, Statements, commit};
 pub use status::{OutboxStatus, STATUS, outbox_status};

@@ -240,3 +240,40 @@ impl Statements {
         }
     }
 }
+
+/// A statement made ready ahead of a pipeline ([`Statements::ready`]): each run of it is sent
+/// to PostgreSQL the moment its future is first polled, with no prepare round trip in
+/// between, so runs polled in order reach the server in that order.
+pub enum Ready<'s, const N: usize> {
+    Prepared(tokio_postgres::Statement),
+    Unnamed(&'s Statement<N>),
+}
+
+impl Statements {
+    /// Prepares `s` on `c` (from the connection's cache when it was prepared before) or, behind
+    /// a transaction pooler, keeps it to be sent as the unnamed statement.
+    pub async fn ready<'s, const N: usize>(
+        self,
+        c: &impl StatementClient,
+        s: &'s Statement<N>,
+    ) -> Result<Ready<'s, N>, Error> {
+        match self.for_statement(s) {
+            Self::Prepared => Ok(Ready::Prepared(c.cached(s.sql, &s.types).await?)),
+            Self::Unnamed => Ok(Ready::Unnamed(s)),
+        }
+    }
+}
+
+impl<const N: usize> Ready<'_, N> {
+    /// One run, for exactly one row. Untimed: the pipeline it belongs to is timed as a whole.
+    pub async fn query_one(
+        &self,
+        c: &impl StatementClient,
+        params: Params<'_, N>,
+    ) -> Result<Row, Error> {
+        match self {
+            Ready::Prepared(stmt) => c.pg().query_one(stmt, &params).await,
+            Ready::Unnamed(s) => c.pg().query_typed_one(s.sql, &s.typed(params)).await,
+        }
+    }
+}
