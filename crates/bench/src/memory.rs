@@ -23,7 +23,12 @@ pub struct BoardMemory {
 
 impl BoardMemory {
     pub fn total(&self) -> u64 {
-        self.sorted_set_bytes + self.version_hash_bytes + self.markers_bytes
+        self.at_rest() + self.markers_bytes
+    }
+
+    /// What a user costs once the marker of its last command has expired.
+    pub fn at_rest(&self) -> u64 {
+        self.sorted_set_bytes + self.version_hash_bytes
     }
 
     pub fn per_user(&self, bytes: u64) -> f64 {

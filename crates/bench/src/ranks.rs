@@ -40,6 +40,9 @@ pub struct RankRead {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub redis_benchmark_per_s: f64,
+    /// The same server's trivial answer at the same client count (an unknown path: 404 from
+    /// the same router, middleware and load tool): the HTTP ceiling.
+    pub ceiling_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +68,13 @@ fn user(n: u64) -> String {
 
 fn get(path: &str) -> Vec<u8> {
     load::request("GET", path, None, None)
+}
+
+fn standing(_: usize, _: u64) -> Vec<u8> {
+    get(&format!(
+        "/v1/boards/{BOARD}/users/{}",
+        user(random() % users())
+    ))
 }
 
 fn around(_: usize, _: u64) -> Vec<u8> {
@@ -93,6 +103,8 @@ fn page(mode: &str) -> Vec<u8> {
 /// The Redis work of each read, as one script (with [`RADIUS`] and [`PAGE`] written out): `around`: the user's position, then the page
 /// around it; `ids`: each user's score and position; a page: the range, and for competition
 /// (dense) ranks the count of entries (distinct scores) better than its first row's.
+const USER_LUA: &str = "return {redis.call('ZSCORE', KEYS[1], ARGV[1]), \
+    redis.call('ZREVRANK', KEYS[1], ARGV[1])}";
 const AROUND_LUA: &str = "local r = redis.call('ZREVRANK', KEYS[1], ARGV[1]) \
     return redis.call('ZRANGE', KEYS[1], math.max(0, r - 5), r + 5, 'REV', 'WITHSCORES')";
 const IDS_LUA: &str = "local out = {} for i = 1, #ARGV do \
@@ -120,7 +132,14 @@ fn eval(script: &str, keys: &[&str], args: &[String]) -> Vec<String> {
     words
 }
 
-const READS: [Read; 5] = [
+const READS: [Read; 6] = [
+    Read {
+        name: "users/{id} of a random user",
+        reference: "ZSCORE and ZREVRANK of a random member",
+        request: standing,
+        command: |z, _| eval(USER_LUA, &[z], &["p-__rand_int__".to_owned()]),
+        offsets: false,
+    },
     Read {
         name: "around a random user (radius 5)",
         reference: "ZREVRANK, ZRANGE REV WITHSCORES of 11",
@@ -167,6 +186,26 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
     let board = BoardId::parse(BOARD)?;
     let (z, d) = (store.keys().scores(&board), store.keys().distinct(&board));
 
+    // The HTTP ceiling of the same server and load tool, once per client count.
+    let mut ceilings = Vec::new();
+    for clients in [16, 64] {
+        eprintln!("the api's ceiling (404 of an unknown path) with {clients} clients");
+        let run = load::closed_loop(
+            stack.addr,
+            clients,
+            Duration::from_secs_f64(seconds),
+            404,
+            |_, _| get("/v1/none"),
+        )
+        .await?;
+        ceilings.push((clients, run.per_s()));
+    }
+    let ceiling = |clients: usize| {
+        ceilings
+            .iter()
+            .find(|(c, _)| *c == clients)
+            .map_or(f64::NAN, |(_, r)| *r)
+    };
     let mut reads = Vec::new();
     for read in &READS {
         // A measurement of the database fallback would be a measurement of something else.
@@ -204,6 +243,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 p50_ms: run.percentile(0.5),
                 p99_ms: run.percentile(0.99),
                 redis_benchmark_per_s,
+                ceiling_per_s: ceiling(clients),
             });
         }
     }

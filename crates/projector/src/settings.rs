@@ -58,7 +58,9 @@ pub struct ProjectorSettings {
     pub retry_max_ms: Millis<1, { DAY_MS }>,
     /// Longest back-off while Redis is unreachable or out of memory.
     pub outage_backoff_max_ms: Millis<10, 600_000>,
-    /// How long Redis remembers that an event was applied (its marker's TTL).
+    /// How long Redis remembers that an event was applied (its marker's TTL). It must outlast
+    /// the longest a row can stay applied but unpublished (a lease, a claim's transaction):
+    /// docs/projector.md, "Event markers".
     pub event_marker_ttl_ms: Millis<1_000, { 30 * DAY_MS }>,
     /// Published outbox rows older than this are deleted; 0 keeps them.
     pub published_retention_ms: Millis<0, { 365 * DAY_MS }>,
@@ -92,7 +94,7 @@ impl Default for ProjectorSettings {
             retry_base_ms: const { Millis::of(500) },
             retry_max_ms: const { Millis::of(300_000) },
             outage_backoff_max_ms: const { Millis::of(5_000) },
-            event_marker_ttl_ms: const { Millis::of(DAY_MS) },
+            event_marker_ttl_ms: const { Millis::of(600_000) },
             published_retention_ms: const { Millis::of(3_600_000) },
             event_retention_ms: const { Millis::of(0) },
             retention_interval_ms: const { Millis::of(60_000) },
@@ -116,8 +118,15 @@ impl ProjectorSettings {
     pub fn outage_backoff_max(&self) -> Duration {
         self.outage_backoff_max_ms.get()
     }
+    /// `event_marker_ttl_ms`, and in leased mode at least twice `lease_ms`: a row applied by a
+    /// projector that then stalls is delivered again once its lease runs out, and its marker
+    /// must still be there to make that a `duplicate` (docs/projector.md, "Event markers").
     pub fn event_marker_ttl(&self) -> Duration {
-        self.event_marker_ttl_ms.get()
+        let ttl = self.event_marker_ttl_ms.get();
+        match self.mode {
+            ClaimMode::Leased => ttl.max(2 * self.lease_ms.get()),
+            ClaimMode::Transactional => ttl,
+        }
     }
     pub fn retention_interval(&self) -> Duration {
         self.retention_interval_ms.get()
@@ -227,6 +236,18 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(load(&[]).expect("defaults load"), Settings::default());
+    }
+
+    #[test]
+    fn a_marker_outlasts_twice_a_lease() {
+        let s = load(&[]).expect("defaults load");
+        assert_eq!(s.projector.event_marker_ttl(), Duration::from_secs(600));
+        let s = load(&[
+            ("LEDGERBOARD__PROJECTOR__MODE", "leased"),
+            ("LEDGERBOARD__PROJECTOR__LEASE_MS", "900000"),
+        ])
+        .expect("leased loads");
+        assert_eq!(s.projector.event_marker_ttl(), Duration::from_secs(1_800));
     }
 
     #[test]
