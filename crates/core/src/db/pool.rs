@@ -18,7 +18,7 @@ use crate::config::{DatabaseSettings, redact_url};
 pub struct Database {
     pool: Pool,
     round_trip_timeout: Duration,
-    url_for_logs: String,
+    url_for_logs: Arc<str>,
     wakeup: Arc<Wakeup>,
     statements: Statements,
     /// The sessions' TLS, for the cancel requests (a connection of their own, with the same
@@ -69,7 +69,7 @@ impl Database {
         Ok(Self {
             pool,
             round_trip_timeout: settings.round_trip_timeout(),
-            url_for_logs: redact_url(&settings.url),
+            url_for_logs: redact_url(&settings.url).into(),
             wakeup: Arc::new(Wakeup::new()),
             statements: Statements::for_pooler(settings.transaction_pooler),
             tls: params.tls,

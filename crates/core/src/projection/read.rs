@@ -168,7 +168,7 @@ async fn page(
     mode: RankMode,
     limit: Option<u64>,
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
-    let mut conn = store.connection().await?;
+    let mut conn = store.read_connection().await?;
     let (seal_reply, (start, better, dense_better, found, flat, meta)): (SealReply, PageReply) =
         call.invoke_async(&mut conn).await?;
     let total = seal_reply.1;
@@ -291,7 +291,7 @@ pub async fn users(
     for u in users {
         call.arg(u.as_str());
     }
-    let mut conn = store.connection().await?;
+    let mut conn = store.read_connection().await?;
     let (seal_reply, rows): (SealReply, Vec<UserReply>) = call.invoke_async(&mut conn).await?;
     let total = seal_reply.1;
     let seal = judge(seal_reply, mode);

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use deadpool_redis::{Manager, Pool, Runtime};
 use redis::aio::ConnectionLike;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 
 use super::cluster::{self, ClusterLink};
@@ -68,8 +69,21 @@ pub struct Store {
 
 #[derive(Clone)]
 enum Backend {
-    Single(Pool),
+    Single {
+        pool: Pool,
+        /// The api's reads: one multiplexed connection they all share (see
+        /// [`Store::read_connection`]).
+        reads: std::sync::Arc<SharedReads>,
+    },
     Cluster(std::sync::Arc<cluster::ClusterBackend>),
+}
+
+/// One multiplexed connection shared by every read, opened on first use and reopened by the
+/// redis crate's `ConnectionManager` after it breaks.
+struct SharedReads {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    link: tokio::sync::OnceCell<ConnectionManager>,
 }
 
 impl Store {
@@ -104,8 +118,21 @@ impl Store {
             .recycle_timeout(Some(settings.response_timeout()))
             .build()
             .map_err(|e| ReadModelError::Unavailable(e.to_string()))?;
+        let reads = SharedReads {
+            client: redis::Client::open(connection_info(settings, &settings.url)?)?,
+            // Its own bounds are the pool's: a connect and a response timeout, and no retry
+            // (a read that fails falls back to PostgreSQL, it does not wait for Redis).
+            config: ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(settings.connect_timeout()))
+                .set_response_timeout(Some(settings.response_timeout()))
+                .set_number_of_retries(1),
+            link: tokio::sync::OnceCell::new(),
+        };
         Ok(Self {
-            backend: Backend::Single(pool),
+            backend: Backend::Single {
+                pool,
+                reads: std::sync::Arc::new(reads),
+            },
             keys,
             url_for_logs,
         })
@@ -116,9 +143,33 @@ impl Store {
     /// cluster connection.
     pub async fn connection(&self) -> Result<TimedConnection, ReadModelError> {
         Ok(TimedConnection(match &self.backend {
-            Backend::Single(pool) => Link::Single(pool.get().await?),
+            Backend::Single { pool, .. } => Link::Single(pool.get().await?),
             Backend::Cluster(cluster) => Link::Cluster(cluster.link().await?),
         }))
+    }
+
+    /// A connection for a read on a request path: the one multiplexed connection every read
+    /// shares (a single server), so concurrent reads leave in one write and their replies come
+    /// back in one read, on Redis's side too, instead of a socket each taken from the pool; in
+    /// cluster mode the shared cluster connection, as [`Self::connection`]. Not for long
+    /// pipelines (the projector's batches, the reconciler's scans): they would hold up the
+    /// reads queued behind them.
+    pub async fn read_connection(&self) -> Result<TimedConnection, ReadModelError> {
+        match &self.backend {
+            Backend::Single { reads, .. } => {
+                let link = reads
+                    .link
+                    .get_or_try_init(|| {
+                        ConnectionManager::new_with_config(
+                            reads.client.clone(),
+                            reads.config.clone(),
+                        )
+                    })
+                    .await?;
+                Ok(TimedConnection(Link::Shared(link.clone())))
+            }
+            Backend::Cluster(_) => self.connection().await,
+        }
     }
 
     pub fn is_cluster(&self) -> bool {
@@ -131,11 +182,11 @@ impl Store {
     pub async fn on_each_primary(&self, cmd: Cmd) -> Result<Vec<(String, Value)>, ReadModelError> {
         let mut conn = self.connection().await?;
         match &mut conn.0 {
-            Link::Single(single) => {
+            Link::Cluster(cluster) => Ok(cluster.on_each_primary(cmd).await?),
+            single => {
                 let reply = cmd.query_async(single).await?;
                 Ok(vec![(self.url_for_logs.clone(), reply)])
             }
-            Link::Cluster(cluster) => Ok(cluster.on_each_primary(cmd).await?),
         }
     }
 
@@ -143,8 +194,8 @@ impl Store {
     pub async fn on_node(&self, node: &str, cmd: Cmd) -> Result<Value, ReadModelError> {
         let mut conn = self.connection().await?;
         match &mut conn.0 {
-            Link::Single(single) => Ok(cmd.query_async(single).await?),
             Link::Cluster(cluster) => Ok(cluster.on_node(node, cmd).await?),
+            single => Ok(cmd.query_async(single).await?),
         }
     }
 
@@ -221,6 +272,7 @@ pub struct TimedConnection(Link);
 
 enum Link {
     Single(deadpool_redis::Connection),
+    Shared(ConnectionManager),
     Cluster(ClusterLink),
 }
 
@@ -228,6 +280,7 @@ impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Link::Single(c) => c.req_packed_command(cmd),
+            Link::Shared(c) => c.req_packed_command(cmd),
             Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -240,6 +293,7 @@ impl ConnectionLike for Link {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Shared(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
@@ -247,6 +301,7 @@ impl ConnectionLike for Link {
     fn get_db(&self) -> i64 {
         match self {
             Link::Single(c) => c.get_db(),
+            Link::Shared(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
         }
     }
