@@ -11,7 +11,6 @@ use std::time::Duration;
 use common::{TestEnv, start_replica};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::domain::BoardId;
-use ledgerboard_core::projection::is_outage;
 use ledgerboard_core::projection::scripts::PROJECT;
 use ledgerboard_projector::settings::ClaimMode;
 use ledgerboard_testkit::{RedisServer, wait_until};
@@ -121,20 +120,24 @@ async fn a_corrupt_member_is_retried_with_a_growing_back_off_then_parked() {
 
 /// The projection script refuses arguments that are not numbers with LBBADARG and writes
 /// nothing. The projector never sends such arguments (scores and versions are integers), so
-/// the script is called directly. The error is the row's fault, not an outage: such a row
+/// the script is called directly, with a good row after the bad one in the same call. The
+/// refusal is the row's answer (`failed:LBBADARG …`), not an error of the call: such a row
 /// takes the path of the LBCORRUPT row above (attempts, back-off, parked) instead of stalling
-/// every batch as an outage would.
+/// every batch as an outage would, and the other rows of its board's call still apply.
 #[tokio::test]
 async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
     let env = TestEnv::new(|_| {}).await;
     let store = env.store();
     let keys = store.keys();
     let board = BoardId::parse("b").expect("board");
-    let event = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
     let mut conn = store.connection().await.expect("redis");
-    for (score, version) in [("ten", "1"), ("10", "one"), ("10", "")] {
-        let reply: redis::RedisResult<String> = PROJECT
-            .key(keys.event_marker(&board, &event))
+    for (n, (score, version)) in [("ten", "1"), ("10", "one"), ("10", "")]
+        .into_iter()
+        .enumerate()
+    {
+        let bad = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
+        let good = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
+        let reply: Vec<String> = PROJECT
             .key(keys.scores(&board))
             .key(keys.versions(&board))
             .key(keys.meta(&board))
@@ -146,21 +149,46 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
             .key(keys.rebuild_distinct(&board))
             .key(keys.rebuild_metadata(&board))
             .key(keys.tombstones(&board))
+            .key(keys.event_marker(&board, &bad))
+            .key(keys.event_marker(&board, &good))
+            .arg(60_000)
+            // No tie key, no metadata, no moderation.
             .arg("alice")
             .arg(score)
             .arg(version)
-            .arg(60_000)
-            // No tie key, no metadata, no moderation.
+            .arg("")
+            .arg("")
+            .arg("")
+            .arg(format!("bob-{n}"))
+            .arg("7")
+            .arg("1")
             .arg("")
             .arg("")
             .arg("")
             .invoke_async(&mut conn)
-            .await;
-        let err = reply.expect_err("bad arguments are refused");
-        assert_eq!(err.code(), Some("LBBADARG"), "{score}/{version}: {err}");
-        assert!(!is_outage(&err), "LBBADARG is the row's fault: {err}");
+            .await
+            .expect("the call is answered row by row");
+        assert_eq!(reply.len(), 2, "{reply:?}");
+        assert!(
+            reply[0].starts_with("failed:LBBADARG"),
+            "{score}/{version}: {reply:?}"
+        );
+        // Unsealed: the board was never built.
+        assert_eq!(reply[1], "applied_unsealed", "{reply:?}");
+        let alice: Option<f64> = redis::cmd("ZSCORE")
+            .arg(keys.scores(&board))
+            .arg("alice")
+            .query_async(&mut conn)
+            .await
+            .expect("ZSCORE");
+        assert_eq!(alice, None, "nothing written for the refused row");
+        let marker: bool = redis::cmd("EXISTS")
+            .arg(keys.event_marker(&board, &bad))
+            .query_async(&mut conn)
+            .await
+            .expect("EXISTS");
+        assert!(!marker, "no marker for the refused row");
     }
-    assert_eq!(env.redis.keys(), Vec::<String>::new(), "nothing written");
 }
 
 /// Leased mode with Redis down: a claimed batch cannot be applied, and its leases (30 s) are

@@ -41,9 +41,13 @@ impl From<ReadModelError> for Outage {
 
 /// Applies `entries` in one pipeline and returns one outcome per entry, in order.
 ///
-/// The script is called by EVALSHA; after NOSCRIPT it is loaded and the batch sent once more
-/// (see [`send_pipeline`]), harmless because every call is idempotent. A row applied to a board
-/// without a seal (a new board, or one whose projection was lost) adds the board to the
+/// One script call per board (`lua/project.lua`), its rows in their order, so a board's type
+/// checks and the call's overhead are paid once per batch, not per row; the boards' calls go
+/// in one round trip. A row refused by the script (`failed:`) fails alone; a call refused as a
+/// whole (a board key of the wrong type) fails every row of its board, and an outage the whole
+/// batch. The script is called by EVALSHA; after NOSCRIPT it is loaded and the batch sent once
+/// more (see [`send_pipeline`]), harmless because every row is idempotent. A row applied to a
+/// board without a seal (a new board, or one whose projection was lost) adds the board to the
 /// rebuild requests, so the reconciler rebuilds and seals it even if nobody reads it.
 pub async fn apply_batch(
     store: &Store,
@@ -55,13 +59,20 @@ pub async fn apply_batch(
     }
     let mut conn = store.connection().await?;
     let ttl_ms = marker_ttl.as_millis().max(1).to_string();
+    // Each board's rows, boards in order of first appearance, rows in batch order (one user's
+    // versions stay in order within the call).
+    let mut boards: Vec<(&BoardId, Vec<usize>)> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        match boards.iter_mut().find(|(b, _)| **b == e.board) {
+            Some((_, rows)) => rows.push(i),
+            None => boards.push((&e.board, vec![i])),
+        }
+    }
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     let keys = store.keys();
-    for e in entries {
-        let b = &e.board;
-        let row_keys = [
-            keys.event_marker(b, &e.event_id),
+    for (b, rows) in &boards {
+        let mut call_keys = vec![
             keys.scores(b),
             keys.versions(b),
             keys.meta(b),
@@ -74,23 +85,64 @@ pub async fn apply_batch(
             keys.rebuild_metadata(b),
             keys.tombstones(b),
         ];
-        let row_keys: Vec<&str> = row_keys.iter().map(String::as_str).collect();
-        evalsha(&mut pipe, &PROJECT, &row_keys)
-            .arg(e.user_id.as_str())
-            .arg(e.score)
-            .arg(e.version)
-            .arg(&ttl_ms)
-            .arg(member::tie_key(e.tie))
-            .arg(e.metadata.as_deref().unwrap_or(""))
-            .arg(e.change.as_arg());
+        call_keys.extend(
+            rows.iter()
+                .map(|&i| keys.event_marker(b, &entries[i].event_id)),
+        );
+        let call_keys: Vec<&str> = call_keys.iter().map(String::as_str).collect();
+        let cmd = evalsha(&mut pipe, &PROJECT, &call_keys).arg(&ttl_ms);
+        for &i in rows {
+            let e = &entries[i];
+            cmd.arg(e.user_id.as_str())
+                .arg(e.score)
+                .arg(e.version)
+                .arg(member::tie_key(e.tie))
+                .arg(e.metadata.as_deref().unwrap_or(""))
+                .arg(e.change.as_arg());
+        }
     }
     // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
-    let replies = send_pipeline(&mut conn, &PROJECT, &pipe)
+    let replies: Vec<RedisResult<Vec<String>>> = send_pipeline(&mut conn, &PROJECT, &pipe)
         .await
         .map_err(|e| Outage(e.to_string()))?;
+    if replies.len() != boards.len() {
+        return Err(Outage(format!(
+            "{} replies to {} script calls",
+            replies.len(),
+            boards.len()
+        )));
+    }
+    let mut answers: Vec<Option<RedisResult<String>>> = vec![None; entries.len()];
+    for ((_, rows), reply) in boards.iter().zip(replies) {
+        match reply {
+            Ok(strings) if strings.len() == rows.len() => {
+                for (&i, s) in rows.iter().zip(strings) {
+                    answers[i] = Some(Ok(s));
+                }
+            }
+            Ok(strings) => {
+                for &i in rows {
+                    answers[i] = Some(Ok(format!(
+                        "failed:{} answers to {} rows",
+                        strings.len(),
+                        rows.len()
+                    )));
+                }
+            }
+            Err(e) => {
+                for &i in rows {
+                    answers[i] = Some(Err(e.clone()));
+                }
+            }
+        }
+    }
+    let answers: Vec<RedisResult<String>> = answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Ok("failed:no answer for the row".to_owned())))
+        .collect();
     let mut unsealed: Vec<&str> = entries
         .iter()
-        .zip(&replies)
+        .zip(&answers)
         .filter(|(_, r)| matches!(r, Ok(s) if s == UNSEALED))
         .map(|(e, _)| e.board.as_str())
         .collect();
@@ -103,7 +155,7 @@ pub async fn apply_batch(
             tracing::warn!(error = %e, boards = ?unsealed, "could not request the rebuild of unsealed boards");
         }
     }
-    replies.into_iter().map(outcome).collect()
+    answers.into_iter().map(outcome).collect()
 }
 
 /// [`request_rebuilds`] of one board, on a connection of its own (a reader's or the
@@ -135,6 +187,9 @@ fn outcome(reply: RedisResult<String>) -> Result<RowOutcome, Outage> {
         Ok(s) if s == "applied" || s == UNSEALED => Ok(RowOutcome::Applied),
         Ok(s) if s == "duplicate" => Ok(RowOutcome::Duplicate),
         Ok(s) if s == "stale" => Ok(RowOutcome::Stale),
+        Ok(s) if s.starts_with("failed:") => Ok(RowOutcome::Failed(
+            s.trim_start_matches("failed:").to_owned(),
+        )),
         Ok(other) => Ok(RowOutcome::Failed(format!(
             "unexpected script answer {other:?}"
         ))),

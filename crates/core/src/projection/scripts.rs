@@ -9,7 +9,7 @@
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Pipeline, RedisResult, Script};
+use redis::{FromRedisValue, Pipeline, RedisResult, Script};
 
 /// `lua/prelude.lua`, `lua/members.lua` (the spelling of members and the distinct-scores
 /// helper), `lua/place.lua` (writing one member with its distinct score and metadata), then
@@ -37,8 +37,8 @@ macro_rules! read_only {
     };
 }
 
-/// `lua/project.lua` (with the prelude): applies one outbox row (absolute score + version) to
-/// a board.
+/// `lua/project.lua` (with the prelude): applies a batch's outbox rows of one board (absolute
+/// score + version each), in order, in one call.
 pub static PROJECT: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("project")));
 /// `lua/repair.lua` (with the prelude): sets a member to its source score and version, never
 /// over a newer one.
@@ -82,12 +82,12 @@ pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'
 /// `ignore_errors` set) and returns one reply per call. After a Redis restart or failover the
 /// script cache is empty (NOSCRIPT): the script is loaded and the whole pipeline sent once
 /// more, which the callers' scripts make harmless. A second NOSCRIPT is returned as it is.
-pub async fn send_pipeline<C: ConnectionLike>(
+pub async fn send_pipeline<C: ConnectionLike, T: FromRedisValue>(
     conn: &mut C,
     script: &Script,
     pipe: &Pipeline,
-) -> RedisResult<Vec<RedisResult<String>>> {
-    let replies: Vec<RedisResult<String>> = pipe.query_async(conn).await?;
+) -> RedisResult<Vec<RedisResult<T>>> {
+    let replies: Vec<RedisResult<T>> = pipe.query_async(conn).await?;
     if !replies
         .iter()
         .any(|r| matches!(r, Err(e) if e.code() == Some("NOSCRIPT")))
