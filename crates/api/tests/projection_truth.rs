@@ -417,6 +417,39 @@ async fn a_changed_order_asks_for_a_rebuild_so_no_seal_states_the_old_one() {
     assert!(asked.is_some(), "the order changed: a rebuild is asked for");
 }
 
+/// The reads share one multiplexed Redis connection (`Store::read_connection`). After Redis
+/// restarts with its data, that connection is closed: the first read to find it so sends its
+/// command once more on a new one, and is answered by the projection, not failed over to
+/// PostgreSQL with `redis_error` (a read that fails over that way asks for no rebuild, so a
+/// board left unsealed by a loss would stay so until the next pass: the chaos run found
+/// that).
+#[tokio::test]
+async fn the_first_read_after_redis_restarted_is_answered_by_the_projection() {
+    let mut server = RedisServer::start();
+    let env = TestEnv::with_redis_url(Some(server.url()), |s| {
+        s.api.freshness_cache_ms = Millis::of(0);
+    })
+    .await;
+    sealed_board(&env, "k", 100).await;
+    let app = app_with(&env.settings);
+    let (_, page) = get(&app, "/v1/boards/k/top").await;
+    assert_eq!(freshness(&page).0, Some("projection"), "{page}");
+    server.stop();
+    server.restart();
+    wait_until(Duration::from_secs(10), || async { server.ping() })
+        .await
+        .expect("redis back");
+    for read in ["/v1/boards/k/top", "/v1/boards/k/users/u000001"] {
+        let (status, page) = get(&app, read).await;
+        assert_eq!(status, StatusCode::OK, "{read}: {page}");
+        assert_eq!(
+            freshness(&page),
+            (Some("projection"), None, Some("whole")),
+            "{read}: {page}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn redis_restarted_empty_is_seen_by_the_next_read_and_rebuilt() {
     let mut server = RedisServer::start();

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use deadpool_redis::{Manager, Pool, Runtime};
 use redis::aio::ConnectionLike;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 
 use super::cluster::{self, ClusterLink};
@@ -78,12 +78,72 @@ enum Backend {
     Cluster(std::sync::Arc<cluster::ClusterBackend>),
 }
 
-/// One multiplexed connection shared by every read, opened on first use and reopened by the
-/// redis crate's `ConnectionManager` after it breaks.
+/// One multiplexed connection shared by every read: opened on first use, dropped by the first
+/// read that finds it broken (an I/O error, a refused or dropped connection, a timeout) and
+/// opened again, by that read (which sends its command once more, unless it timed out) or the
+/// next. (The redis crate's `ConnectionManager` was tried first: after
+/// a reconnect that failed other than by an I/O error it kept answering that error, and the
+/// chaos run's reads fell back to PostgreSQL for good.)
 struct SharedReads {
     client: redis::Client,
-    config: ConnectionManagerConfig,
-    link: tokio::sync::OnceCell<ConnectionManager>,
+    config: AsyncConnectionConfig,
+    /// The open connection and its generation; reads clone it under this lock for a moment.
+    link: std::sync::RwLock<Option<(u64, MultiplexedConnection)>>,
+    /// Held while a connection opens, so that a burst of reads opens one.
+    opening: tokio::sync::Mutex<u64>,
+}
+
+impl SharedReads {
+    fn current(&self) -> Option<(u64, MultiplexedConnection)> {
+        self.link.read().ok().and_then(|l| l.clone())
+    }
+
+    async fn get(&self) -> Result<(u64, MultiplexedConnection), ReadModelError> {
+        if let Some(open) = self.current() {
+            return Ok(open);
+        }
+        let mut generation = self.opening.lock().await;
+        if let Some(open) = self.current() {
+            return Ok(open);
+        }
+        let conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await?;
+        *generation += 1;
+        if let Ok(mut link) = self.link.write() {
+            *link = Some((*generation, conn.clone()));
+        }
+        Ok((*generation, conn))
+    }
+
+    /// Forgets connection `generation` after `err` when the error says the connection, not
+    /// the command, failed; answers whether the command is worth sending once more on a new
+    /// connection: a connection found closed (Redis restarted, a failover) is, a timeout is
+    /// not (a Redis that does not answer would only be waited for twice).
+    fn after(&self, generation: u64, err: &redis::RedisError) -> bool {
+        let closed = err.is_io_error()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+            || err.is_unrecoverable_error();
+        if !closed && !err.is_timeout() {
+            return false;
+        }
+        if let Ok(mut link) = self.link.write()
+            && link.as_ref().is_some_and(|(g, _)| *g == generation)
+        {
+            *link = None;
+        }
+        closed && !err.is_timeout()
+    }
+
+    /// A new connection after [`Self::after`], as a redis error for the caller's reply.
+    async fn reopen(&self) -> redis::RedisResult<(u64, MultiplexedConnection)> {
+        self.get().await.map_err(|e| match e {
+            ReadModelError::Redis(e) => e,
+            other => redis::RedisError::from(std::io::Error::other(other.to_string())),
+        })
+    }
 }
 
 impl Store {
@@ -108,8 +168,10 @@ impl Store {
         let connection = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout()))
             .set_response_timeout(Some(settings.response_timeout()));
-        let manager =
-            Manager::new_with_config(connection_info(settings, &settings.url)?, connection)?;
+        let manager = Manager::new_with_config(
+            connection_info(settings, &settings.url)?,
+            connection.clone(),
+        )?;
         let pool = Pool::builder(manager)
             .max_size(settings.pool_max_size.get())
             .runtime(Runtime::Tokio1)
@@ -120,13 +182,11 @@ impl Store {
             .map_err(|e| ReadModelError::Unavailable(e.to_string()))?;
         let reads = SharedReads {
             client: redis::Client::open(connection_info(settings, &settings.url)?)?,
-            // Its own bounds are the pool's: a connect and a response timeout, and no retry
-            // (a read that fails falls back to PostgreSQL, it does not wait for Redis).
-            config: ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(settings.connect_timeout()))
-                .set_response_timeout(Some(settings.response_timeout()))
-                .set_number_of_retries(1),
-            link: tokio::sync::OnceCell::new(),
+            // The pool's bounds: a connect and a response timeout, no retry (a read that fails
+            // falls back to PostgreSQL, it does not wait for Redis).
+            config: connection.clone(),
+            link: std::sync::RwLock::new(None),
+            opening: tokio::sync::Mutex::new(0),
         };
         Ok(Self {
             backend: Backend::Single {
@@ -157,16 +217,12 @@ impl Store {
     pub async fn read_connection(&self) -> Result<TimedConnection, ReadModelError> {
         match &self.backend {
             Backend::Single { reads, .. } => {
-                let link = reads
-                    .link
-                    .get_or_try_init(|| {
-                        ConnectionManager::new_with_config(
-                            reads.client.clone(),
-                            reads.config.clone(),
-                        )
-                    })
-                    .await?;
-                Ok(TimedConnection(Link::Shared(link.clone())))
+                let (generation, conn) = reads.get().await?;
+                Ok(TimedConnection(Link::Shared {
+                    conn,
+                    generation,
+                    reads: reads.clone(),
+                }))
             }
             Backend::Cluster(_) => self.connection().await,
         }
@@ -272,7 +328,11 @@ pub struct TimedConnection(Link);
 
 enum Link {
     Single(deadpool_redis::Connection),
-    Shared(ConnectionManager),
+    Shared {
+        conn: MultiplexedConnection,
+        generation: u64,
+        reads: std::sync::Arc<SharedReads>,
+    },
     Cluster(ClusterLink),
 }
 
@@ -280,7 +340,24 @@ impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Link::Single(c) => c.req_packed_command(cmd),
-            Link::Shared(c) => c.req_packed_command(cmd),
+            Link::Shared {
+                conn,
+                generation,
+                reads,
+            } => Box::pin(async move {
+                match conn.req_packed_command(cmd).await {
+                    // Reads are idempotent: once more on a new connection.
+                    Err(e) if reads.after(*generation, &e) => {
+                        (*generation, *conn) = reads.reopen().await?;
+                        let reply = conn.req_packed_command(cmd).await;
+                        if let Err(e) = &reply {
+                            reads.after(*generation, e);
+                        }
+                        reply
+                    }
+                    reply => reply,
+                }
+            }),
             Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -293,7 +370,23 @@ impl ConnectionLike for Link {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Link::Shared(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Shared {
+                conn,
+                generation,
+                reads,
+            } => Box::pin(async move {
+                match conn.req_packed_commands(pipeline, offset, count).await {
+                    Err(e) if reads.after(*generation, &e) => {
+                        (*generation, *conn) = reads.reopen().await?;
+                        let reply = conn.req_packed_commands(pipeline, offset, count).await;
+                        if let Err(e) = &reply {
+                            reads.after(*generation, e);
+                        }
+                        reply
+                    }
+                    reply => reply,
+                }
+            }),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
@@ -301,7 +394,7 @@ impl ConnectionLike for Link {
     fn get_db(&self) -> i64 {
         match self {
             Link::Single(c) => c.get_db(),
-            Link::Shared(c) => c.get_db(),
+            Link::Shared { conn, .. } => conn.get_db(),
             Link::Cluster(c) => c.get_db(),
         }
     }
