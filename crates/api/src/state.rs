@@ -76,11 +76,27 @@ impl AppState {
             tracing::error!(error = %e, "cannot build the read pool; reads share the command pool");
             db.clone()
         });
-        let commands = CommandGroups::start(
-            db.clone(),
-            api.command_group_workers.get(),
-            api.command_group_max.get(),
+        // Each worker holds a command connection while its group runs: at most one fewer than
+        // the pool holds, so the rest (a failed group's commands alone, the projectors'
+        // wake-up) always find one. Clamped rather than refused, so that a settings file
+        // written for a release without grouped commits still starts.
+        let configured = api.command_group_workers.get();
+        let workers = configured.min(
+            settings
+                .database
+                .pool_max_size
+                .get()
+                .saturating_sub(1)
+                .max(1),
         );
+        if workers < configured {
+            tracing::warn!(
+                configured,
+                workers,
+                "api.command_group_workers is not below database.pool_max_size: fewer workers run"
+            );
+        }
+        let commands = CommandGroups::start(db.clone(), workers, api.command_group_max.get());
         Self(Arc::new(Shared {
             db,
             commands,
