@@ -83,6 +83,14 @@ async fn as_one_group(
 ) -> Vec<Result<CommandOutcome, StoreError>> {
     let blocker = Uuid::new_v4();
     let n = commands.len();
+    // The blocker's row must exist to be locked.
+    ledgerboard_core::board::apply_score_command(
+        &env.db,
+        &add(Uuid::new_v4(), "g", "blocker", 1),
+        None,
+    )
+    .await
+    .expect("blocker row");
     let tx = env.hold_row("g", "blocker").await;
     let busy = tokio::spawn({
         let groups = groups.clone();
@@ -117,14 +125,6 @@ async fn as_one_group(
 #[tokio::test]
 async fn a_group_commits_once_and_answers_each_command_as_alone() {
     let mut env = env().await;
-    // The blocker's row must exist to be locked.
-    ledgerboard_core::board::apply_score_command(
-        &env.db,
-        &add(Uuid::new_v4(), "g", "blocker", 1),
-        None,
-    )
-    .await
-    .expect("blocker row");
     let groups = CommandGroups::start(env.db.clone(), 1, 64);
 
     let (a1, a2, a3, b1, reused) = (
@@ -199,13 +199,6 @@ async fn a_group_commits_once_and_answers_each_command_as_alone() {
 #[tokio::test]
 async fn a_failing_statement_rolls_its_group_back_and_the_others_apply_alone_once() {
     let mut env = env().await;
-    ledgerboard_core::board::apply_score_command(
-        &env.db,
-        &add(Uuid::new_v4(), "g", "blocker", 1),
-        None,
-    )
-    .await
-    .expect("blocker row");
     // A statement that fails for one user, whichever way it runs: an error from inside the
     // statement, as a lost race or a timeout would be.
     env.client
