@@ -30,6 +30,8 @@ pub struct PassOptions {
     /// Stop after this many boards (0: every board once); the next pass continues after the
     /// last one.
     pub max_boards: usize,
+    /// Boards the report lists at most (`PassReport::boards`).
+    pub report_max_boards: usize,
 }
 
 /// Board ids read per round trip of the walk over boards.
@@ -44,6 +46,7 @@ impl PassOptions {
             remove_orphans: settings.remove_orphans,
             chunk_size: settings.chunk_size.get(),
             max_boards: settings.max_boards_per_pass,
+            report_max_boards: settings.report_max_boards,
         }
     }
 }
@@ -81,7 +84,7 @@ pub async fn run_pass(
     options: &PassOptions,
 ) -> PassReport {
     let started = Instant::now();
-    let mut report = PassReport::new(options.dry_run);
+    let mut report = PassReport::new(options.dry_run, options.report_max_boards);
     let ctx = Ctx {
         db,
         store,

@@ -78,8 +78,23 @@ pub struct BoardReport {
     pub duration_ms: u64,
 }
 
+impl BoardReport {
+    /// Something to report: drift, a repair, a removal, a failure or an error.
+    fn noteworthy(&self) -> bool {
+        let c = &self.counts;
+        c.drift() > 0 || c.repaired + c.removed + c.failed > 0 || self.error.is_some()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassReport {
+    /// Entries `boards` holds at most.
+    #[serde(skip)]
+    max_listed: usize,
+    /// Clean boards (nothing to report) among `boards`: the ones a noteworthy board may take
+    /// the place of.
+    #[serde(skip)]
+    clean_listed: usize,
     /// True when every board was walked to its end.
     pub completed: bool,
     /// Why the pass stopped early (a lost lock, an unreachable server).
@@ -92,31 +107,46 @@ pub struct PassReport {
     /// continues with them.
     pub more: bool,
     pub totals: Counts,
+    /// Boards visited (checked to their end, skipped for an error, or the one the pass
+    /// stopped at).
+    pub boards_visited: u64,
+    /// The visited boards, in the order of the walk, up to `reconciler.report_max_boards`:
+    /// every board with drift, a repair or an error first claims a place, clean boards fill
+    /// the rest. A pass over a million boards must not hold a million entries.
     pub boards: Vec<BoardReport>,
+    /// Visited boards not in `boards` (past the limit); their counts are in `totals`.
+    pub boards_unlisted: u64,
     pub duration_ms: u64,
     pub rows_per_s: f64,
 }
 
 impl PassReport {
-    pub fn new(dry_run: bool) -> Self {
+    /// `max_listed`: entries `boards` holds at most (at least 1).
+    pub fn new(dry_run: bool, max_listed: usize) -> Self {
         Self {
+            max_listed: max_listed.max(1),
+            clean_listed: 0,
             completed: false,
             aborted: None,
             dry_run,
             resumed_after: None,
             more: false,
             totals: Counts::default(),
+            boards_visited: 0,
             boards: Vec::new(),
+            boards_unlisted: 0,
             duration_ms: 0,
             rows_per_s: 0.0,
         }
     }
 
-    /// Adds a board's counts to the totals and keeps its report. A board with drift, a repair
-    /// or an error gets a log line of its own; with many boards, the clean ones only count.
+    /// Adds a board's counts to the totals and lists it while there is room (see `boards`). A
+    /// board with drift, a repair or an error gets a log line of its own; with many boards,
+    /// the clean ones only count.
     pub fn add_board(&mut self, board: BoardReport) {
         let c = &board.counts;
-        if c.drift() > 0 || c.repaired + c.removed + c.failed > 0 || board.error.is_some() {
+        let noteworthy = board.noteworthy();
+        if noteworthy {
             tracing::info!(
                 board = board.board,
                 checked = c.checked,
@@ -136,7 +166,23 @@ impl PassReport {
             );
         }
         self.totals.add(&board.counts);
-        self.boards.push(board);
+        self.boards_visited += 1;
+        if self.boards.len() < self.max_listed {
+            self.clean_listed += usize::from(!noteworthy);
+            self.boards.push(board);
+            return;
+        }
+        self.boards_unlisted += 1;
+        // Full: a noteworthy board takes the place of the latest clean one listed. Once no
+        // clean one is left this costs nothing, so the whole pass stays linear in boards.
+        if noteworthy && self.clean_listed > 0 {
+            let clean = self.boards.iter().rposition(|b| !b.noteworthy());
+            if let Some(i) = clean {
+                self.boards.remove(i);
+                self.clean_listed -= 1;
+                self.boards.push(board);
+            }
+        }
     }
 
     pub fn finish(&mut self, elapsed: std::time::Duration, aborted: Option<String>) {
@@ -209,7 +255,7 @@ impl PassReport {
             dry_run = self.dry_run,
             resumed_after = self.resumed_after.as_deref().unwrap_or(""),
             more = self.more,
-            boards = self.boards.len(),
+            boards = self.boards_visited,
             checked = t.checked,
             missing = t.missing,
             stale = t.stale,
@@ -226,5 +272,38 @@ impl PassReport {
             rows_per_s = self.rows_per_s.round(),
             "reconciliation pass"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(name: &str, missing: u64) -> BoardReport {
+        BoardReport {
+            board: name.into(),
+            counts: Counts {
+                checked: 1,
+                missing,
+                current: 1 - missing,
+                ..Counts::default()
+            },
+            error: None,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_full_report_lists_a_drifting_board_in_place_of_a_clean_one() {
+        let mut report = PassReport::new(false, 3);
+        for name in ["a", "b", "c", "d"] {
+            report.add_board(board(name, 0));
+        }
+        report.add_board(board("e", 1));
+        report.add_board(board("f", 0));
+        let listed: Vec<&str> = report.boards.iter().map(|b| b.board.as_str()).collect();
+        assert_eq!(listed, ["a", "b", "e"]);
+        assert_eq!((report.boards_visited, report.boards_unlisted), (6, 3));
+        assert_eq!((report.totals.checked, report.totals.missing), (6, 1));
     }
 }

@@ -47,6 +47,10 @@ pub struct ReconcilerSettings {
     /// Boards one pass checks at most (0: every board once). The walk continues in the next
     /// pass from the board after the last one finished.
     pub max_boards_per_pass: usize,
+    /// Boards a pass's report lists at most: those with drift, a repair or an error first,
+    /// clean ones while there is room; the rest only count (`boards_unlisted`). Bounds the
+    /// report's memory and size whatever the number of boards.
+    pub report_max_boards: usize,
     /// How long a closed period keeps its Redis projection; then it is archived: read from
     /// PostgreSQL (which keeps it for ever), its keys dropped (`periods.rs`).
     pub period_projection_retention_ms: Millis<0, { 3_660 * 86_400_000 }>,
@@ -68,6 +72,7 @@ impl Default for ReconcilerSettings {
             admin_listen: "127.0.0.1:9102".into(),
             readiness_stale_ms: const { Millis::of(10_000) },
             max_boards_per_pass: 0,
+            report_max_boards: 1_000,
             period_projection_retention_ms: const { Millis::of(7 * 86_400_000) },
             period_archive_grace_ms: const { Millis::of(600_000) },
         }

@@ -110,6 +110,8 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
         s.projector.batch_size = Count::of(BATCH);
         s.projector.workers = Count::of(WORKERS);
         s.reconciler.max_boards_per_pass = 4_000;
+        // Every board listed in the bounded passes' reports (the full pass below lists 100).
+        s.reconciler.report_max_boards = 20_000;
     })
     .await;
     seed_skewed_boards(&env.db.client().await, ROWS, 4, HOT, HOT_USERS).await;
@@ -178,7 +180,6 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
         .query_async(&mut conn)
         .await
         .expect("plant drift");
-    drop(conn);
 
     // Passes of at most 4,000 boards continue one another: 3 of them cover every board.
     let reconciler = Reconciler::new(env.settings.clone(), env.database(), env.store());
@@ -225,20 +226,40 @@ async fn ten_thousand_boards_drain_in_arrival_order_and_are_reconciled_increment
     assert_eq!(repaired_boards["cold-00042"].missing, 1);
     assert_eq!(repaired_boards["cold-09000"].corrupt, 1);
 
-    // A pass over every board: all current.
+    // A pass over every board whose report lists 100: the one board with drift (planted
+    // again, far past the first 100 in the walk) is listed, clean ones fill the rest, and
+    // every board counts.
+    let _: () = redis::cmd("ZADD")
+        .arg(store.keys().scores(&late))
+        .arg(6)
+        .arg("u1")
+        .query_async(&mut conn)
+        .await
+        .expect("plant drift again");
     let mut all = options.clone();
     all.max_boards = 0;
+    all.report_max_boards = 100;
     let full = reconciler.run_once(&all).await.expect("full pass");
     assert!(full.completed && !full.more);
-    assert_eq!(full.boards.len(), COLD + HOT as usize);
-    assert_eq!(full.totals.drift(), 0, "{:?}", full.totals);
+    assert_eq!(full.boards_visited, (COLD + HOT as usize) as u64);
+    assert_eq!(full.boards.len(), 100);
+    assert_eq!(full.boards_unlisted, full.boards_visited - 100);
+    let noteworthy: Vec<&str> = full
+        .boards
+        .iter()
+        .filter(|b| b.counts.drift() > 0)
+        .map(|b| b.board.as_str())
+        .collect();
+    assert_eq!(noteworthy, ["cold-09000"]);
+    assert_eq!(full.totals.corrupt, 1, "{:?}", full.totals);
+    assert_eq!(full.totals.drift(), 1, "{:?}", full.totals);
     let members: usize = expected.values().map(BTreeMap::len).sum();
     assert_eq!(full.totals.checked, members as u64);
     eprintln!(
         "full pass over {} boards: {} ms",
-        full.boards.len(),
-        full.duration_ms
+        full.boards_visited, full.duration_ms
     );
+    drop(conn);
     assert_eq!(projection(&store, &names).await, expected);
 
     let stats = redis_commands(&server).await;
