@@ -2,7 +2,7 @@
 //! busy worker leave as one transaction (one xmin), each with its own answer; a statement that
 //! fails rolls its group back and every command runs again alone, once; many clients on
 //! shared users, new members and several boards at once end exactly where the commands add up
-//! to, with the entry counts (V9: moved at commit) right.
+//! to, with the entry counts (V10: counted per statement, never waiting) right.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -335,7 +335,7 @@ async fn many_clients_on_shared_users_and_new_members_add_up_without_deadlocks()
         .map(|r| ((r.get(0), r.get(1)), (r.get(2), r.get(3))))
         .collect();
     assert_eq!(got, want);
-    // Entries per board (V9: counted at commit, in the session's shard): the sum is exact.
+    // Entries per board (V10: any count row no other transaction holds): the sum is exact.
     for board in boards {
         let counted: i64 = env
             .client
