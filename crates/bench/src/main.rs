@@ -5,6 +5,7 @@
 mod api;
 mod boards;
 mod commands;
+mod growth;
 mod kinds;
 mod latency;
 mod load;
@@ -56,6 +57,7 @@ enum Section {
     Kinds,
     Ranks,
     Periods,
+    Growth,
 }
 
 #[tokio::main]
@@ -119,6 +121,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let kinds = section(want(Section::Kinds), kinds::run(quick)).await?;
     let ranks = section(want(Section::Ranks), ranks::run(quick)).await?;
     let periods = section(want(Section::Periods), periods::run(quick)).await?;
+    let growth = section(want(Section::Growth), growth::run(quick)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -133,6 +136,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         kinds,
         ranks,
         periods,
+        growth,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::boards::BoardsFigures;
 use crate::commands::Commands;
+use crate::growth::GrowthFigures;
 use crate::kinds::KindsFigures;
 use crate::latency::LatencyFigures;
 use crate::memory::MemoryFigures;
@@ -101,6 +102,7 @@ pub struct Report {
     pub kinds: Option<KindsFigures>,
     pub ranks: Option<RanksFigures>,
     pub periods: Option<PeriodsFigures>,
+    pub growth: Option<GrowthFigures>,
 }
 
 /// `| a | b | … |` and a newline.
@@ -127,6 +129,9 @@ impl Report {
         }
         if let Some(p) = &self.periods {
             out.push_str(&periods_table(p));
+        }
+        if let Some(g) = &self.growth {
+            out.push_str(&growth_table(g));
         }
         out.push_str(&self.details());
         out
@@ -509,6 +514,118 @@ fn ranks_table(r: &RanksFigures) -> String {
             ),
         ]));
     }
+    out.push('\n');
+    out
+}
+
+/// Each larger size or count against the smaller one measured in the same run: 1 is flat.
+fn growth_table(g: &GrowthFigures) -> String {
+    let mut out = String::from(
+        "## The cost of growth\n\n\
+         Each row against the first of its kind, measured in the same run (ratio 1: flat).\n\n\
+         | figure | size | measured | ÷ smallest | target |\n|---|---|---|---|---|\n",
+    );
+    if let Some(base) = g.sizes.first() {
+        for s in &g.sizes {
+            let ten = s.users >= 10_000_000;
+            for (what, run, target) in [
+                (
+                    "reconcile pass",
+                    &s.pass,
+                    if ten { "≤ 60 s; memory ≤ 2 ×" } else { "" },
+                ),
+                (
+                    "full rebuild (`lbctl rebuild`)",
+                    &s.rebuild,
+                    if s.users == 1_000_000 { "≤ 5 s" } else { "" },
+                ),
+            ] {
+                let first = if what.starts_with("reconcile") {
+                    &base.pass
+                } else {
+                    &base.rebuild
+                };
+                out.push_str(&row(&[
+                    what.into(),
+                    format!("{} users", s.users),
+                    format!(
+                        "{:.1} s ({:.0} rows/s), peak {:.1} MB",
+                        run.seconds, run.rows_per_s, run.peak_rss_mb
+                    ),
+                    format!(
+                        "time {:.2}, rows/s {:.2}, memory {:.2}",
+                        run.seconds / first.seconds,
+                        run.rows_per_s / first.rows_per_s,
+                        run.peak_rss_mb / first.peak_rss_mb
+                    ),
+                    target.into(),
+                ]));
+            }
+            out.push_str(&row(&[
+                "`users/{id}` of random users, 16 clients".into(),
+                format!("{} users", s.users),
+                format!(
+                    "{:.0} /s ({:.2} of the HTTP ceiling, {:.0} /s)",
+                    s.reads_per_s,
+                    s.reads_per_s / s.ceiling_per_s,
+                    s.ceiling_per_s
+                ),
+                format!(
+                    "{:.2}",
+                    (s.reads_per_s / s.ceiling_per_s) / (base.reads_per_s / base.ceiling_per_s)
+                ),
+                String::new(),
+            ]));
+        }
+    }
+    if let Some(base) = g.commands.first() {
+        for c in &g.commands {
+            out.push_str(&row(&[
+                "commands, 64 clients".into(),
+                format!("{} boards", c.boards),
+                format!("{:.0} /s (p99 {:.1} ms)", c.per_s, c.p99_ms),
+                format!("{:.2}", c.per_s / base.per_s),
+                String::new(),
+            ]));
+        }
+    }
+    if let Some(base) = g.many_boards.first() {
+        for m in &g.many_boards {
+            out.push_str(&row(&[
+                "dry-run reconcile pass, one-user boards".into(),
+                format!("{} boards", m.boards),
+                format!(
+                    "{:.1} s ({:.0} boards/s), peak {:.1} MB, {} listed",
+                    m.pass.seconds, m.pass.rows_per_s, m.pass.peak_rss_mb, m.listed
+                ),
+                format!(
+                    "boards/s {:.2}, memory {:.2}",
+                    m.pass.rows_per_s / base.pass.rows_per_s,
+                    m.pass.peak_rss_mb / base.pass.peak_rss_mb
+                ),
+                String::new(),
+            ]));
+        }
+    }
+    let soak = &g.soak;
+    out.push_str(&row(&[
+        "the api's resident memory under all-different requests".into(),
+        format!(
+            "{:.0} s, {} requests, {} boards, each a new client address and user",
+            soak.seconds, soak.requests, soak.boards
+        ),
+        format!(
+            "{} MB every 10 s; {} answers ≥ 500",
+            soak.rss_mb
+                .iter()
+                .map(|m| format!("{m:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            soak.server_errors
+        ),
+        format!("last ÷ after the first minute {:.2}", soak.growth()),
+        "flat".into(),
+    ]));
     out.push('\n');
     out
 }
