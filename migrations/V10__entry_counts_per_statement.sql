@@ -29,8 +29,12 @@
 ALTER TABLE board_entry_counts ALTER COLUMN shard TYPE integer;
 
 -- Adds `change` to one of `board`'s count rows without waiting for any other transaction.
+-- Its lookups must go through the primary key whatever the statistics say: on a new or freshly
+-- emptied table the planner would scan it, and one statement adding a million boards made
+-- each lookup scan every row added before it (quadratic again); hence enable_seqscan off for
+-- the function's own statements.
 CREATE FUNCTION board_entry_counts_add(board text, change bigint) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     taken integer;
 BEGIN
@@ -49,17 +53,18 @@ BEGIN
     END IF;
     -- Every row held by someone else (or none yet): a new row of this session's own. Only
     -- this session and dead ones with the same process id ever create these numbers, so the
-    -- lowest absent one cannot appear meanwhile, and a plain insert of it never waits (an
-    -- insert meeting a row that another transaction is updating would wait for it).
-    SELECT min(k) INTO taken
-      FROM generate_series(0, 511) AS k
-     WHERE NOT EXISTS (SELECT 1 FROM board_entry_counts
-                        WHERE board_id = board AND shard = pg_backend_pid() + k * 4194304);
-    IF taken IS NOT NULL THEN
-        INSERT INTO board_entry_counts (board_id, shard, entries)
-        VALUES (board, pg_backend_pid() + taken * 4194304, change);
-        RETURN;
-    END IF;
+    -- first absent one (usually the first tried) cannot appear meanwhile, and a plain insert
+    -- of it never waits (an insert meeting a row that another transaction is updating would
+    -- wait for it). The lookups stop at that one: a new board costs one, not 512.
+    FOR k IN 0..511 LOOP
+        PERFORM FROM board_entry_counts
+          WHERE board_id = board AND shard = pg_backend_pid() + k * 4194304;
+        IF NOT FOUND THEN
+            INSERT INTO board_entry_counts (board_id, shard, entries)
+            VALUES (board, pg_backend_pid() + k * 4194304, change);
+            RETURN;
+        END IF;
+    END LOOP;
     RAISE EXCEPTION 'no free entry-count row for board %', board;
 END $$;
 
