@@ -75,7 +75,7 @@ chaos SECONDS="180":
 # `just bench --quick` for a short run; `--without-telemetry` to measure telemetry's cost.
 # Benchmarks against pgbench and redis-benchmark in one run; report in target/bench/report.md.
 bench *ARGS:
-    cargo build -q --release -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler
+    cargo build -q --release -p ledgerboard-bench -p ledgerboard-cli -p ledgerboard-reconciler -p ledgerboard-api
     target/release/ledgerboard-bench {{ARGS}}
 
 # Follow the logs of the local stack.

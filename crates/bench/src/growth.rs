@@ -91,21 +91,34 @@ pub async fn run(quick: bool) -> anyhow::Result<GrowthFigures> {
             600,
         )
     };
-    let mut figures = GrowthFigures {
-        sizes: Vec::new(),
-        commands: Vec::new(),
-        many_boards: Vec::new(),
-        soak: soak(Duration::from_secs(soak_s)).await?,
-    };
-    for &n in boards {
-        figures.commands.push(commands_over(n, quick).await?);
-    }
+    // Each figure goes to stderr as soon as it is measured: a run this long that is stopped
+    // early still leaves what it measured.
+    let mut sizes_measured = Vec::new();
     for &users in sizes {
-        figures.sizes.push(board_at(users, quick).await?);
+        let size = board_at(users, quick).await?;
+        eprintln!("growth: {size:?}");
+        sizes_measured.push(size);
     }
+    let mut many = Vec::new();
     for &n in small_boards {
-        figures.many_boards.push(many_boards(n).await?);
+        let pass = many_boards(n).await?;
+        eprintln!("growth: {pass:?}");
+        many.push(pass);
     }
+    let mut commands = Vec::new();
+    for &n in boards {
+        let c = commands_over(n, quick).await?;
+        eprintln!("growth: {c:?}");
+        commands.push(c);
+    }
+    let soak = soak(Duration::from_secs(soak_s)).await?;
+    eprintln!("growth: {soak:?}");
+    let figures = GrowthFigures {
+        sizes: sizes_measured,
+        commands,
+        many_boards: many,
+        soak,
+    };
     Ok(figures)
 }
 
