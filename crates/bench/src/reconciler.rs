@@ -58,12 +58,21 @@ pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
     ];
 
     eprintln!("rebuild of a {users}-user board");
-    let (rebuild, _) = measure(
+    let (rebuild, report) = measure(
         &binary("lbctl")?,
         &["rebuild", "--board", "big"],
         &env,
         users,
     )?;
+    eprintln!(
+        "  {:.1} s: build {:.1} s, catch-up pass {:.1} s",
+        rebuild.seconds,
+        report["build_seconds"].as_f64().unwrap_or(f64::NAN),
+        report["catch_up"]["duration_ms"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            / 1000.0
+    );
     measure(
         &binary("lbctl")?,
         &["rebuild", "--board", "small"],

@@ -233,92 +233,121 @@ struct Ctx<'a> {
 }
 
 async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Result<(), PassError> {
-    let Ctx {
-        db,
-        store,
-        lock,
-        options,
-    } = ctx;
-    let mut cursor = String::new();
+    let chunk_size = ctx.options.chunk_size;
     // Source members seen in the sorted set and in the version hash: if the keys hold exactly
     // that many entries, neither holds an orphan and the scans for them can be skipped.
-    let (mut in_scores, mut in_versions) = (0_u64, 0_u64);
-    loop {
-        let rows = source::chunk(db, board, &cursor, options.chunk_size).await?;
-        let Some(last) = rows.last() else { break };
-        cursor = last.user_id.clone();
-        let full_chunk = rows.len() == options.chunk_size;
-        let observed =
-            inspect::observe(store, board, rows.iter().map(|r| r.user_id.as_str())).await?;
-        let mut judged: Vec<Judged> = rows
-            .into_iter()
-            .zip(observed)
-            .map(|(row, seen)| Judged {
-                class: Some(classify(
-                    row.score,
-                    row.tie,
-                    row.version,
-                    row.metadata.as_deref(),
-                    &seen,
-                )),
-                row,
-                seen,
-            })
-            .collect();
-        recheck(ctx, board, &mut judged).await?;
-        let mut repairs = Vec::new();
-        for Judged { row, seen, class } in &judged {
-            // Gone from the source at the re-read: left to the orphan scan below (which the
-            // sizes then call for), since it no longer has a row to compare with.
-            let Some(class) = *class else { continue };
-            counts.checked += 1;
-            in_scores += u64::from(seen.score.is_some());
-            in_versions += u64::from(seen.version.is_some());
-            counts.count(class);
-            match class {
-                Classification::Current | Classification::Lagging | Classification::Orphan => {}
-                Classification::Missing | Classification::Stale | Classification::Corrupt => {
-                    repairs.push(Repair {
-                        row,
-                        force_over: None,
-                    });
-                }
-                Classification::Ahead => {
-                    tracing::warn!(
-                        board = %board,
-                        user = row.user_id,
-                        source_version = row.version,
-                        projected_version = seen.version.as_deref().unwrap_or(""),
-                        repair = options.repair_ahead,
-                        "projection is ahead of the source (wrong database? restored backup?)"
-                    );
-                    if options.repair_ahead {
-                        // `row` was read after `seen`, and the script writes it only while
-                        // Redis still holds the version seen: never over a newer one.
-                        repairs.push(Repair {
-                            row,
-                            force_over: Some(seen.version.clone().unwrap_or_default()),
-                        });
-                    }
-                }
+    let mut seen = Seen::default();
+    let mut rows = source::chunk(ctx.db, board, "", chunk_size).await?;
+    while !rows.is_empty() {
+        // The next chunk is read from PostgreSQL while this one is judged (its Redis reads,
+        // the re-check, the repairs): a pass takes about the longer of the two sides, not
+        // their sum. Each row is still read from PostgreSQL before Redis is, which is the
+        // order the judging relies on (`recheck`).
+        let cursor = rows
+            .last()
+            .filter(|_| rows.len() == chunk_size)
+            .map(|last| last.user_id.clone());
+        let next = async {
+            match &cursor {
+                Some(cursor) => source::chunk(ctx.db, board, cursor, chunk_size).await,
+                None => Ok(Vec::new()),
             }
-        }
-        if !options.dry_run && !repairs.is_empty() {
-            confirm(lock).await?;
-            repair(store, board, &repairs, counts).await?;
-        }
-        if !full_chunk {
-            break;
-        }
+        };
+        let (checked, next) = tokio::join!(check_chunk(ctx, board, rows, counts, &mut seen), next);
+        checked?;
+        rows = next?;
     }
     // Members added by the projector during the walk make the sizes larger, never smaller, so
     // they can only cause a scan that finds nothing, not hide an orphan. (A member removed
     // during the walk could hide one until the next pass.)
-    let (zcard, hlen) = inspect::member_counts(store, board).await?;
-    let scan_scores = zcard > in_scores;
-    let scan_versions = hlen > in_versions;
+    let (zcard, hlen) = inspect::member_counts(ctx.store, board).await?;
+    let scan_scores = zcard > seen.in_scores;
+    let scan_versions = hlen > seen.in_versions;
     if scan_scores || scan_versions {
         orphans(ctx, board, counts, scan_scores, scan_versions).await?;
+    }
+    Ok(())
+}
+
+/// How many of the source members a board's walk found in each half of the projection.
+#[derive(Default)]
+struct Seen {
+    in_scores: u64,
+    in_versions: u64,
+}
+
+/// Judges one chunk of source rows against Redis (`recheck` for those not current at the first
+/// look), counts them and repairs the drift.
+async fn check_chunk(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    rows: Vec<SourceRow>,
+    counts: &mut Counts,
+    seen_in: &mut Seen,
+) -> Result<(), PassError> {
+    let Ctx {
+        store,
+        lock,
+        options,
+        ..
+    } = ctx;
+    let observed = inspect::observe(store, board, rows.iter().map(|r| r.user_id.as_str())).await?;
+    let mut judged: Vec<Judged> = rows
+        .into_iter()
+        .zip(observed)
+        .map(|(row, seen)| Judged {
+            class: Some(classify(
+                row.score,
+                row.tie,
+                row.version,
+                row.metadata.as_deref(),
+                &seen,
+            )),
+            row,
+            seen,
+        })
+        .collect();
+    recheck(ctx, board, &mut judged).await?;
+    let mut repairs = Vec::new();
+    for Judged { row, seen, class } in &judged {
+        // Gone from the source at the re-read: left to the orphan scan (which the sizes then
+        // call for), since it no longer has a row to compare with.
+        let Some(class) = *class else { continue };
+        counts.checked += 1;
+        seen_in.in_scores += u64::from(seen.score.is_some());
+        seen_in.in_versions += u64::from(seen.version.is_some());
+        counts.count(class);
+        match class {
+            Classification::Current | Classification::Lagging | Classification::Orphan => {}
+            Classification::Missing | Classification::Stale | Classification::Corrupt => {
+                repairs.push(Repair {
+                    row,
+                    force_over: None,
+                });
+            }
+            Classification::Ahead => {
+                tracing::warn!(
+                    board = %board,
+                    user = row.user_id,
+                    source_version = row.version,
+                    projected_version = seen.version.as_deref().unwrap_or(""),
+                    repair = options.repair_ahead,
+                    "projection is ahead of the source (wrong database? restored backup?)"
+                );
+                if options.repair_ahead {
+                    // `row` was read after `seen`, and the script writes it only while
+                    // Redis still holds the version seen: never over a newer one.
+                    repairs.push(Repair {
+                        row,
+                        force_over: Some(seen.version.clone().unwrap_or_default()),
+                    });
+                }
+            }
+        }
+    }
+    if !options.dry_run && !repairs.is_empty() {
+        confirm(lock).await?;
+        repair(store, board, &repairs, counts).await?;
     }
     Ok(())
 }

@@ -70,3 +70,20 @@ local function move_metadata(metadata, seal, user, meta)
     redis.call('HINCRBY', seal, 'xcard', delta)
   end
 end
+
+-- Calls `cmd` on `key` with the items of `list` as arguments, `step` arguments an item, in
+-- slices (Lua's unpack is bounded by its stack, and a chunk may hold 100,000 rows), and
+-- answers the replies of all the slices as one list when the command answers one.
+local function call_sliced(cmd, key, list, step)
+  local out = {}
+  local per_call = 500 * step
+  for first = 1, #list, per_call do
+    local reply = redis.call(cmd, key, unpack(list, first, math.min(first + per_call - 1, #list)))
+    if type(reply) == 'table' then
+      for i = 1, #reply do
+        out[#out + 1] = reply[i]
+      end
+    end
+  end
+  return out
+end

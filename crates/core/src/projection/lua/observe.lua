@@ -10,18 +10,26 @@
 -- stored value that is not one member.rs writes is answered as it is, with the score of the
 -- member spelt as the user id alone (what a board with ties by user id would hold).
 
-local out = {}
+-- Three bulk reads whatever the number of users (HMGET, HMGET, ZMSCORE), not three calls each.
+
+local stored = call_sliced('HMGET', KEYS[2], ARGV, 1)
+local metadata = call_sliced('HMGET', KEYS[3], ARGV, 1)
+local members = {}
 for i, user in ipairs(ARGV) do
-  local stored = redis.call('HGET', KEYS[2], user)
   local key = ''
-  if stored then
-    local version, stored_key = parse_stored(stored)
+  if stored[i] then
+    local version, stored_key = parse_stored(stored[i])
     if version then
       key = stored_key
     end
   end
-  out[3 * i - 2] = stored or false
-  out[3 * i - 1] = redis.call('ZSCORE', KEYS[1], member_of(user, key)) or false
-  out[3 * i] = redis.call('HGET', KEYS[3], user) or false
+  members[i] = member_of(user, key)
+end
+local scores = call_sliced('ZMSCORE', KEYS[1], members, 1)
+local out = {}
+for i = 1, #ARGV do
+  out[3 * i - 2] = stored[i]
+  out[3 * i - 1] = scores[i]
+  out[3 * i] = metadata[i]
 end
 return out
