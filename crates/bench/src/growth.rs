@@ -77,10 +77,25 @@ pub struct GrowthFigures {
     pub sizes: Vec<BoardAtSize>,
     pub commands: Vec<CommandsOverBoards>,
     pub many_boards: Vec<ManyBoardsPass>,
-    pub soak: Soak,
+    /// None when the part was not run.
+    pub soak: Option<Soak>,
 }
 
-pub async fn run(quick: bool) -> anyhow::Result<GrowthFigures> {
+/// The parts of the section, each runnable alone (`--growth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// 1M and 10M-user boards: rebuild, pass, reads.
+    Sizes,
+    /// Dry-run passes over many one-user boards.
+    SmallBoards,
+    /// Commands over 1, 100 and 10,000 boards.
+    Commands,
+    /// The api under ten minutes of all-different requests.
+    Soak,
+}
+
+/// Runs `parts` of the section (every part when empty).
+pub async fn run(quick: bool, parts: &[Part]) -> anyhow::Result<GrowthFigures> {
     let (sizes, boards, small_boards, soak_s): (&[i64], &[u64], &[i64], u64) = if quick {
         (&[10_000, 50_000], &[1, 100], &[100, 1_000], 3)
     } else {
@@ -91,28 +106,34 @@ pub async fn run(quick: bool) -> anyhow::Result<GrowthFigures> {
             600,
         )
     };
+    let want = |part| parts.is_empty() || parts.contains(&part);
     // Each figure goes to stderr as soon as it is measured: a run this long that is stopped
     // early still leaves what it measured.
     let mut sizes_measured = Vec::new();
-    for &users in sizes {
+    for &users in sizes.iter().filter(|_| want(Part::Sizes)) {
         let size = board_at(users, quick).await?;
         eprintln!("growth: {size:?}");
         sizes_measured.push(size);
     }
     let mut many = Vec::new();
-    for &n in small_boards {
+    for &n in small_boards.iter().filter(|_| want(Part::SmallBoards)) {
         let pass = many_boards(n).await?;
         eprintln!("growth: {pass:?}");
         many.push(pass);
     }
     let mut commands = Vec::new();
-    for &n in boards {
+    for &n in boards.iter().filter(|_| want(Part::Commands)) {
         let c = commands_over(n, quick).await?;
         eprintln!("growth: {c:?}");
         commands.push(c);
     }
-    let soak = soak(Duration::from_secs(soak_s)).await?;
-    eprintln!("growth: {soak:?}");
+    let soak = if want(Part::Soak) {
+        let soak = soak(Duration::from_secs(soak_s)).await?;
+        eprintln!("growth: {soak:?}");
+        Some(soak)
+    } else {
+        None
+    };
     let figures = GrowthFigures {
         sizes: sizes_measured,
         commands,

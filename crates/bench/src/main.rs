@@ -40,6 +40,9 @@ struct Args {
     /// it loads a fraction of.
     #[arg(long, value_delimiter = ',')]
     only: Vec<Section>,
+    /// Only these parts of the growth section (all when not given): it takes about 45 min.
+    #[arg(long, value_delimiter = ',')]
+    growth: Vec<growth::Part>,
     /// Where the report goes.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
@@ -121,7 +124,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let kinds = section(want(Section::Kinds), kinds::run(quick)).await?;
     let ranks = section(want(Section::Ranks), ranks::run(quick)).await?;
     let periods = section(want(Section::Periods), periods::run(quick)).await?;
-    let growth = section(want(Section::Growth), growth::run(quick)).await?;
+    let growth = section(want(Section::Growth), growth::run(quick, &args.growth)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,

@@ -607,25 +607,26 @@ fn growth_table(g: &GrowthFigures) -> String {
             ]));
         }
     }
-    let soak = &g.soak;
-    out.push_str(&row(&[
-        "the api's resident memory under all-different requests".into(),
-        format!(
-            "{:.0} s, {} requests, {} boards, each a new client address and user",
-            soak.seconds, soak.requests, soak.boards
-        ),
-        format!(
-            "{} MB every 10 s; {} answers ≥ 500",
-            soak.rss_mb
-                .iter()
-                .map(|m| format!("{m:.0}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            soak.server_errors
-        ),
-        format!("last ÷ after the first minute {:.2}", soak.growth()),
-        "flat".into(),
-    ]));
+    if let Some(soak) = &g.soak {
+        out.push_str(&row(&[
+            "the api's resident memory under all-different requests".into(),
+            format!(
+                "{:.0} s, {} requests, {} boards, each a new client address and user",
+                soak.seconds, soak.requests, soak.boards
+            ),
+            format!(
+                "{} MB every 10 s; {} answers ≥ 500",
+                soak.rss_mb
+                    .iter()
+                    .map(|m| format!("{m:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                soak.server_errors
+            ),
+            format!("last ÷ after the first minute {:.2}", soak.growth()),
+            "flat".into(),
+        ]));
+    }
     out.push('\n');
     out
 }
