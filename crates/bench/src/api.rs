@@ -83,13 +83,7 @@ impl Stack {
     /// seals it: a board written to Redis by hand has no seal, and bounded reads of it would
     /// measure the database fallback.
     pub fn rebuild(&self, board: &str) -> anyhow::Result<()> {
-        let redis = &self.settings.redis;
-        let env = [
-            ("LEDGERBOARD__DATABASE__URL", self.db.url.clone()),
-            ("LEDGERBOARD__REDIS__URL", redis.url.as_str().to_owned()),
-            ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
-            ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
-        ];
+        let env = crate::settings::daemon_env(&self.settings);
         crate::reconciler::measure(
             &crate::reconciler::binary("lbctl")?,
             &["rebuild", "--board", board],

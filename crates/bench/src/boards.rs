@@ -143,25 +143,7 @@ async fn drain_and_pass(
         .get(0);
     anyhow::ensure!(pending == 0, "{pending} rows left unpublished ({mode})");
 
-    let env = [
-        (
-            "LEDGERBOARD__DATABASE__URL",
-            settings.database.url.as_str().to_owned(),
-        ),
-        (
-            "LEDGERBOARD__REDIS__URL",
-            settings.redis.url.as_str().to_owned(),
-        ),
-        (
-            "LEDGERBOARD__REDIS__CLUSTER",
-            settings.redis.cluster.to_string(),
-        ),
-        (
-            "LEDGERBOARD__REDIS__NAMESPACE",
-            settings.redis.namespace.clone(),
-        ),
-        ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
-    ];
+    let env = crate::settings::daemon_env(settings);
     let (pass, report) = measure(&binary("ledgerboard-reconciler")?, &["--once"], &env, rows)?;
     let pass_boards = report["boards_visited"].as_u64().unwrap_or(0);
     anyhow::ensure!(

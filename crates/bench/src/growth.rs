@@ -143,16 +143,6 @@ pub async fn run(quick: bool, parts: &[Part]) -> anyhow::Result<GrowthFigures> {
     Ok(figures)
 }
 
-fn daemon_env(stack: &Stack) -> Vec<(&'static str, String)> {
-    let redis = &stack.settings.redis;
-    vec![
-        ("LEDGERBOARD__DATABASE__URL", stack.db.url.clone()),
-        ("LEDGERBOARD__REDIS__URL", redis.url.as_str().to_owned()),
-        ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
-        ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
-    ]
-}
-
 /// 64 random bits.
 fn random() -> u64 {
     (uuid::Uuid::new_v4().as_u128() >> 64) as u64
@@ -167,17 +157,8 @@ async fn board_at(users: i64, quick: bool) -> anyhow::Result<BoardAtSize> {
     let stack = Stack::start(16).await?;
     eprintln!("growth: a board of {users} users");
     let client = stack.db.client().await;
-    client
-        .execute(
-            "INSERT INTO user_scores (board_id, user_id, score, version)
-             SELECT 'g', 'p-' || lpad(g::text, 12, '0'), (g * 7919) % 1000003, 1
-             FROM generate_series(0, $1::bigint - 1) g",
-            &[&users],
-        )
-        .await?;
-    client.batch_execute("VACUUM ANALYZE user_scores").await?;
-    client.batch_execute("CHECKPOINT").await?;
-    let env = daemon_env(&stack);
+    crate::reconciler::seed_boards(&client, &[("g", users)]).await?;
+    let env = crate::settings::daemon_env(&stack.settings);
     let (rebuild, _) = measure(&binary("lbctl")?, &["rebuild", "--board", "g"], &env, users)?;
     let (pass, report) = measure(
         &binary("ledgerboard-reconciler")?,
@@ -192,8 +173,13 @@ async fn board_at(users: i64, quick: bool) -> anyhow::Result<BoardAtSize> {
     );
     USERS.store(users as u64, std::sync::atomic::Ordering::Relaxed);
     let standing = |_: usize, _: u64| {
-        let n = random() % USERS.load(std::sync::atomic::Ordering::Relaxed);
-        load::request("GET", &format!("/v1/boards/g/users/p-{n:012}"), None, None)
+        let n = 1 + random() % USERS.load(std::sync::atomic::Ordering::Relaxed);
+        load::request(
+            "GET",
+            &format!("/v1/boards/g/users/player-{n:012}"),
+            None,
+            None,
+        )
     };
     stack
         .answered_by_projection("users/{id}", &standing(0, 0))
@@ -256,7 +242,7 @@ async fn many_boards(boards: i64) -> anyhow::Result<ManyBoardsPass> {
     let (pass, report) = measure(
         &binary("ledgerboard-reconciler")?,
         &["--once", "--dry-run"],
-        &daemon_env(&stack),
+        &crate::settings::daemon_env(&stack.settings),
         boards,
     )?;
     stack.stop().await?;
@@ -286,7 +272,7 @@ async fn soak(duration: Duration) -> anyhow::Result<Soak> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     drop(listener);
-    let mut env = daemon_env(&stack);
+    let mut env = crate::settings::daemon_env(&stack.settings);
     env.extend([
         ("LEDGERBOARD__API__LISTEN", addr.to_string()),
         ("LEDGERBOARD__API__ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
@@ -322,18 +308,10 @@ async fn soak_load(addr: SocketAddr, pid: u32, duration: Duration) -> anyhow::Re
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let status = format!("/proc/{pid}/status");
-    let rss = move || {
-        std::fs::read_to_string(&status).ok().and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
-                .map(|kb| kb / 1024.0)
-        })
-    };
+    let rss = move || crate::reconciler::status_kb(pid, "VmRSS").map(|kb| kb as f64 / 1024.0);
     let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sampling = tokio::spawn({
-        let (samples, rss) = (samples.clone(), rss.clone());
+        let samples = samples.clone();
         async move {
             let mut tick = tokio::time::interval(Duration::from_secs(10));
             loop {

@@ -34,28 +34,10 @@ pub struct ReconcilerFigures {
 pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
     let users: i64 = if quick { 20_000 } else { 1_000_000 };
     let small = users / 10;
-    let (db, redis, settings) = crate::settings::fresh().await?;
+    let (db, _redis, settings) = crate::settings::fresh().await?;
     let client = db.client().await;
-    for (board, n) in [("big", users), ("small", small)] {
-        client
-            .execute(
-                "INSERT INTO user_scores (board_id, user_id, score, version)
-                 SELECT $1, 'player-' || lpad(g::text, 8, '0'), (g * 7919) % 1000003, 1 + g % 5
-                 FROM generate_series(1::bigint, $2::bigint) AS g",
-                &[&board, &n],
-            )
-            .await?;
-    }
-    client.batch_execute("VACUUM ANALYZE user_scores").await?;
-    // The vacuum leaves about 100 MB of dirty pages: written now, they do not land on the
-    // rebuild's clock as a checkpoint's I/O (a long-running board is not freshly vacuumed).
-    client.batch_execute("CHECKPOINT").await?;
-    let env = [
-        ("LEDGERBOARD__DATABASE__URL", db.url.clone()),
-        ("LEDGERBOARD__REDIS__URL", redis.url.clone()),
-        ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
-        ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
-    ];
+    seed_boards(&client, &[("big", users), ("small", small)]).await?;
+    let env = crate::settings::daemon_env(&settings);
 
     eprintln!("rebuild of a {users}-user board");
     let (rebuild, report) = measure(
@@ -111,6 +93,38 @@ pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
     })
 }
 
+/// Source rows `player-000000000001` … for each `(board, users)`, scores spread over a million
+/// values, versions 1 to 5; then vacuumed and checkpointed, so that neither lands on the clock
+/// of what is measured next (the vacuum leaves about 100 MB of dirty pages per million rows; a
+/// long-running board is not freshly vacuumed).
+pub(crate) async fn seed_boards(
+    client: &tokio_postgres::Client,
+    boards: &[(&str, i64)],
+) -> anyhow::Result<()> {
+    for (board, users) in boards {
+        client
+            .execute(
+                "INSERT INTO user_scores (board_id, user_id, score, version)
+                 SELECT $1, 'player-' || lpad(g::text, 12, '0'), (g * 7919) % 1000003, 1 + g % 5
+                 FROM generate_series(1::bigint, $2::bigint) AS g",
+                &[board, users],
+            )
+            .await?;
+    }
+    client.batch_execute("VACUUM ANALYZE user_scores").await?;
+    client.batch_execute("CHECKPOINT").await?;
+    Ok(())
+}
+
+/// A field of `/proc/<pid>/status` given in kB (`VmHWM`, `VmRSS`), None once the process is gone.
+pub(crate) fn status_kb(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// A binary of this workspace, built beside this one.
 pub(crate) fn binary(name: &str) -> anyhow::Result<PathBuf> {
     let dir = std::env::current_exe()?
@@ -146,14 +160,9 @@ pub(crate) fn measure(
         .stderr(std::fs::File::create(&stderr_path)?)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
-    let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kb = 0_u64;
     let status = loop {
-        if let Some(kb) = std::fs::read_to_string(&status_file).ok().and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        }) {
+        if let Some(kb) = status_kb(child.id(), "VmHWM") {
             peak_kb = peak_kb.max(kb);
         }
         if let Some(status) = child.try_wait()? {

@@ -31,6 +31,22 @@ pub async fn fresh() -> anyhow::Result<(TestDb, TestRedis, Settings)> {
     Ok((db, redis, settings))
 }
 
+/// The environment that points a daemon binary (`lbctl`, `ledgerboard-reconciler`,
+/// `ledgerboard-api`) at the run's database and Redis namespace, logging warnings only.
+pub fn daemon_env(settings: &Settings) -> Vec<(&'static str, String)> {
+    let redis = &settings.redis;
+    vec![
+        (
+            "LEDGERBOARD__DATABASE__URL",
+            settings.database.url.as_str().to_owned(),
+        ),
+        ("LEDGERBOARD__REDIS__URL", redis.url.as_str().to_owned()),
+        ("LEDGERBOARD__REDIS__CLUSTER", redis.cluster.to_string()),
+        ("LEDGERBOARD__REDIS__NAMESPACE", redis.namespace.clone()),
+        ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
+    ]
+}
+
 impl DaemonSection for Stack {
     fn validate(settings: &Settings) -> Result<(), ConfigError> {
         settings

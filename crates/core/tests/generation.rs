@@ -146,7 +146,7 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
             versions.get(user).map(String::as_str),
             "{user}"
         );
-        assert_eq!(seen.score.map(|s| s as f64), expected_score, "{user}");
+        assert_eq!(seen.score, expected_score, "{user}");
         assert_eq!(
             seen.metadata.as_deref(),
             metadata.get(user).map(String::as_str),
