@@ -176,7 +176,15 @@ impl Report {
              | figure | ours | limit | ratio | target |\n|---|---|---|---|---|\n",
         );
         for c in self.commands.iter().flat_map(|c| &c.levels) {
-            let target = if c.clients >= 16 { "≥ 0.7" } else { "" };
+            // Issue 23's targets: grouped commits pass pgbench's one statement per
+            // transaction at 64 clients, no worse at the tail than before grouping (81.4 ms),
+            // and cost a lone command no more than 20% of its p50 before (0.79 ms).
+            let target = match c.clients {
+                1 => "p50 ≤ 0.95 ms",
+                16 => "≥ 0.7",
+                64 => "≥ 1.5, p99 ≤ 81.4 ms",
+                _ => "",
+            };
             out.push_str(&row(&[
                 format!("command API, {} client(s)", c.clients),
                 format!(
@@ -201,14 +209,14 @@ impl Report {
                         p.limit_rows_per_s
                     ),
                     format!("{:.2}", d.rows_per_s / p.limit_rows_per_s),
-                    if d.replicas == 4 { "≥ 0.5" } else { "" }.into(),
+                    if d.replicas == 4 { "≥ 0.9" } else { "" }.into(),
                 ]));
             }
         }
         if let Some(r) = &self.reconciler {
             for (what, run, target) in [
                 ("reconcile pass", &r.pass, "≤ 10 s at 1M users"),
-                ("full rebuild", &r.rebuild, "≤ 15 s at 1M users"),
+                ("full rebuild", &r.rebuild, "≤ 5 s at 1M users"),
             ] {
                 out.push_str(&row(&[
                     format!("{what}, {} users", r.users),
@@ -306,7 +314,12 @@ fn latency_table(l: &LatencyFigures) -> String {
             format!("{:.1} ms", v.p95_ms),
             format!("{:.1} ms", v.p99_ms),
             format!("{:.1} ms", v.max_ms),
-            if v.percent == 50 { "p99 < 100 ms" } else { "" }.into(),
+            match v.percent {
+                50 => "p99 < 20 ms",
+                75 => "achieved = offered",
+                _ => "",
+            }
+            .into(),
         ]));
     }
     out.push('\n');
@@ -494,7 +507,7 @@ fn ranks_table(r: &RanksFigures) -> String {
          users and offsets, so no two requests share a Redis read. The limit is redis-benchmark \
          running the same Redis work as one `EVAL` per request; the ceiling is the same server \
          answering an unknown path (404, the same router, middleware and load tool).\n\n\
-         | read | clients | ours | limit (redis-benchmark) | ratio | ÷ HTTP ceiling |\n|---|---|---|---|---|---|\n",
+         | read | clients | ours | limit (redis-benchmark) | ratio | ÷ HTTP ceiling | target ÷ ceiling |\n|---|---|---|---|---|---|---|\n",
         r.users, r.distinct_scores, r.seconds
     );
     for x in &r.reads {
@@ -512,6 +525,14 @@ fn ranks_table(r: &RanksFigures) -> String {
                 x.per_s / x.ceiling_per_s,
                 x.ceiling_per_s
             ),
+            if x.read.starts_with("users/{id}") {
+                "≥ 0.4"
+            } else if x.read.starts_with("around") {
+                "≥ 0.3"
+            } else {
+                ""
+            }
+            .into(),
         ]));
     }
     out.push('\n');
