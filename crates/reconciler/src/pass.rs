@@ -243,16 +243,8 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
         // the re-check, the repairs): a pass takes about the longer of the two sides, not
         // their sum. Each row is still read from PostgreSQL before Redis is, which is the
         // order the judging relies on (`recheck`).
-        let cursor = rows
-            .last()
-            .filter(|_| rows.len() == chunk_size)
-            .map(|last| last.user_id.clone());
-        let next = async {
-            match &cursor {
-                Some(cursor) => source::chunk(ctx.db, board, cursor, chunk_size).await,
-                None => Ok(Vec::new()),
-            }
-        };
+        let cursor = source::next_cursor(&rows, chunk_size);
+        let next = source::chunk_after(ctx.db, board, cursor.as_deref(), chunk_size);
         let (checked, next) = tokio::join!(check_chunk(ctx, board, rows, counts, &mut seen), next);
         checked?;
         rows = next?;

@@ -129,14 +129,8 @@ pub(crate) async fn build_and_switch_sealing(
             return Err(PassError::LockLost.into());
         }
         let write = build.write_chunk(rows.iter());
-        let next = async {
-            match rows.last() {
-                Some(last) if rows.len() == chunk_size => {
-                    source::chunk(db, board, &last.user_id, chunk_size).await
-                }
-                _ => Ok(Vec::new()),
-            }
-        };
+        let cursor = source::next_cursor(&rows, chunk_size);
+        let next = source::chunk_after(db, board, cursor.as_deref(), chunk_size);
         let (written, next) = tokio::join!(write, next);
         written.map_err(PassError::from)?;
         rows_read += rows.len() as u64;

@@ -137,6 +137,28 @@ pub async fn chunk(
     rows.iter().map(|r| Ok(SourceRow::from_row(r)?)).collect()
 }
 
+/// Where the chunk after `rows` starts (its last user id), or None when `rows` was the board's
+/// last chunk (shorter than `limit`). With [`chunk_after`], a caller reads the next chunk while
+/// it works on this one.
+pub fn next_cursor(rows: &[SourceRow], limit: usize) -> Option<String> {
+    rows.last()
+        .filter(|_| rows.len() == limit)
+        .map(|last| last.user_id.clone())
+}
+
+/// The chunk after `cursor` ([`next_cursor`]); an empty one, without a query, for None.
+pub async fn chunk_after(
+    db: &Database,
+    board: &BoardId,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<Vec<SourceRow>, StoreError> {
+    match cursor {
+        Some(cursor) => chunk(db, board, cursor, limit).await,
+        None => Ok(Vec::new()),
+    }
+}
+
 /// A source row read again, with whether the outbox row of its version is still pending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecheckedRow {

@@ -27,6 +27,14 @@ local function parse_stored(value)
   return nil
 end
 
+-- A versions-hash value (member.rs's `stored`): '<version>', or '<version>:<tie key>'.
+local function stored_of(version, key)
+  if key == '' then
+    return version
+  end
+  return version .. ':' .. key
+end
+
 -- A score as the distinct-scores set names it: the integer in decimal, whatever spelling
 -- Redis used for the double (ZSCORE may answer '1e+15' on some versions).
 local function score_name(score)

@@ -28,11 +28,7 @@ local function place_member(scores, versions, distinct, metadata, seal, user, sc
     end
   end
   local added = redis.call('ZADD', scores, score, member)
-  local stored = version
-  if key ~= '' then
-    stored = version .. ':' .. key
-  end
-  local added_version = redis.call('HSET', versions, user, stored)
+  local added_version = redis.call('HSET', versions, user, stored_of(version, key))
   move_metadata(metadata, seal, user, meta)
   move_distinct(scores, distinct, seal, old_score or nil, score)
   return added, added_version

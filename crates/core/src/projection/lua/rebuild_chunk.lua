@@ -55,7 +55,7 @@ for j, user in ipairs(users) do
       added[#added + 1] = score
       added[#added + 1] = members[j]
       versions[#versions + 1] = user
-      versions[#versions + 1] = key == '' and ARGV[i + 2] or (ARGV[i + 2] .. ':' .. key)
+      versions[#versions + 1] = stored_of(ARGV[i + 2], key)
       if meta == '' then
         without_meta[#without_meta + 1] = user
       else
