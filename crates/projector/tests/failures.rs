@@ -191,6 +191,108 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
     }
 }
 
+/// A row refused because its member's stored state is corrupt asks for the board's rebuild,
+/// and so does a call refused because a board key has the wrong type: the refused rows are
+/// held back until the board is rebuilt, so the board lags and a bounded read answers from
+/// PostgreSQL without reading Redis; nothing else would ask before the reconciler's next
+/// pass (lbchaos: "still not whole (Broken) 30s after the read"). A row applied to a sealed
+/// board, or refused for a bad argument, asks for nothing.
+#[tokio::test]
+async fn a_row_refused_at_corrupt_keys_asks_for_the_boards_rebuild() {
+    use ledgerboard_core::domain::{EventId, ProjectionEntry, UserId};
+    use ledgerboard_core::projection::{RowOutcome, apply_batch};
+
+    let env = TestEnv::new(|_| {}).await;
+    let store = env.store();
+    let keys = store.keys();
+    let mut conn = store.connection().await.expect("redis");
+    let row = |board: &BoardId, user: &str, version: i64| ProjectionEntry {
+        outbox_id: 0,
+        event_id: EventId::from(uuid::Uuid::new_v4()),
+        board: board.clone(),
+        user_id: UserId::parse(user).expect("user"),
+        score: 10 * version,
+        version,
+        tie: 0,
+        metadata: None,
+        change: Default::default(),
+    };
+    let requested = async |conn: &mut _| -> Vec<String> {
+        let mut boards: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(keys.rebuild_requests())
+            .query_async(conn)
+            .await
+            .expect("SMEMBERS");
+        boards.sort();
+        boards
+    };
+    let ttl = Duration::from_secs(60);
+    let (corrupt, wrong, fine) = (
+        BoardId::parse("corrupt").expect("board"),
+        BoardId::parse("wrong").expect("board"),
+        BoardId::parse("fine").expect("board"),
+    );
+    // Three boards with a member each, then sealed (a seal is what makes a row `applied`
+    // rather than `applied_unsealed`, which asks for a rebuild on its own).
+    let first = [
+        row(&corrupt, "u1", 1),
+        row(&wrong, "u1", 1),
+        row(&fine, "u1", 1),
+    ];
+    apply_batch(&store, &first, ttl).await.expect("first batch");
+    let _: () = redis::cmd("DEL")
+        .arg(keys.rebuild_requests())
+        .query_async(&mut conn)
+        .await
+        .expect("DEL");
+    for b in [&corrupt, &wrong, &fine] {
+        let _: () = redis::cmd("HSET")
+            .arg(keys.meta(b))
+            .arg("card")
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .expect("seal");
+    }
+    let _: () = redis::cmd("HSET")
+        .arg(keys.versions(&corrupt))
+        .arg("u1")
+        .arg("not-a-number")
+        .query_async(&mut conn)
+        .await
+        .expect("corrupt a version");
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg(keys.distinct(&wrong))
+        .ignore()
+        .cmd("SET")
+        .arg(keys.distinct(&wrong))
+        .arg("a string")
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("a board key of the wrong type");
+
+    let second = [
+        row(&corrupt, "u1", 2),
+        row(&wrong, "u1", 2),
+        row(&fine, "u1", 2),
+    ];
+    let outcomes = apply_batch(&store, &second, ttl)
+        .await
+        .expect("second batch");
+    assert!(
+        matches!(&outcomes[0], RowOutcome::Failed(m) if m.contains("LBCORRUPT")),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(&outcomes[1], RowOutcome::Failed(m) if m.contains("LBWRONGTYPE")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2], RowOutcome::Applied);
+    assert_eq!(requested(&mut conn).await, ["corrupt", "wrong"]);
+}
+
 /// Leased mode with Redis down: a claimed batch cannot be applied, and its leases (30 s) are
 /// given back at once rather than left to expire, so once Redis is back every row is projected
 /// long before a lease could have run out.

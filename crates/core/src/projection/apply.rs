@@ -47,8 +47,9 @@ impl From<ReadModelError> for Outage {
 /// whole (a board key of the wrong type) fails every row of its board, and an outage the whole
 /// batch. The script is called by EVALSHA; after NOSCRIPT it is loaded and the batch sent once
 /// more (see [`send_pipeline`]), harmless because every row is idempotent. A row applied to a
-/// board without a seal (a new board, or one whose projection was lost) adds the board to the
-/// rebuild requests, so the reconciler rebuilds and seals it even if nobody reads it.
+/// board without a seal (a new board, or one whose projection was lost), or refused because
+/// the board's keys are corrupt, adds the board to the rebuild requests ([`needs_rebuild`]),
+/// so the reconciler rebuilds and seals it even if nobody reads it.
 pub async fn apply_batch(
     store: &Store,
     entries: &[ProjectionEntry],
@@ -140,19 +141,20 @@ pub async fn apply_batch(
         .into_iter()
         .map(|a| a.unwrap_or_else(|| Ok("failed:no answer for the row".to_owned())))
         .collect();
-    let mut unsealed: Vec<&str> = entries
+    let mut unwhole: Vec<&str> = entries
         .iter()
         .zip(&answers)
-        .filter(|(_, r)| matches!(r, Ok(s) if s == UNSEALED))
+        .filter(|(_, r)| needs_rebuild(r))
         .map(|(e, _)| e.board.as_str())
         .collect();
-    if !unsealed.is_empty() {
-        unsealed.sort_unstable();
-        unsealed.dedup();
-        // The rows are applied already; a lost request only delays the seal to the next batch
-        // or read that asks again, so a failure here is logged, not charged to the rows.
-        if let Err(e) = request_rebuilds(&mut conn, keys, &unsealed).await {
-            tracing::warn!(error = %e, boards = ?unsealed, "could not request the rebuild of unsealed boards");
+    if !unwhole.is_empty() {
+        unwhole.sort_unstable();
+        unwhole.dedup();
+        // The outcomes stand whether or not the request is sent; a lost request only delays
+        // the rebuild to the next batch or read that asks again, so a failure here is logged,
+        // not charged to the rows.
+        if let Err(e) = request_rebuilds(&mut conn, keys, &unwhole).await {
+            tracing::warn!(error = %e, boards = ?unwhole, "could not request the rebuild of boards not whole");
         }
     }
     answers.into_iter().map(outcome).collect()
@@ -181,6 +183,22 @@ pub async fn request_rebuilds<C: redis::aio::ConnectionLike>(
 
 /// The script's answer for a row applied to a board without a seal.
 const UNSEALED: &str = "applied_unsealed";
+
+/// Whether a row's answer shows its board's projection cannot be trusted as it stands, so the
+/// board is asked to be rebuilt: applied to a board without a seal, refused at a member whose
+/// stored state is corrupt (`LBCORRUPT`), or refused with the whole call because a board key
+/// has the wrong type. The refused rows are retried and, while the board is not rebuilt, held
+/// back (fail-closed), so the board's lag grows: a bounded read then answers from PostgreSQL
+/// without reading Redis and never sees the seal, and nothing else would ask before the
+/// reconciler's next pass (lbchaos seed 1796245974399913903, about one run in four: "still
+/// not whole (Broken) 30s after the read"). A row refused for its own marker (`LBWRONGTYPE`
+/// of the marker key) or a bad argument is the row's fault, not the board's.
+fn needs_rebuild(reply: &RedisResult<String>) -> bool {
+    match reply {
+        Ok(s) => s == UNSEALED || s.starts_with("failed:LBCORRUPT"),
+        Err(e) => e.code() == Some("LBWRONGTYPE"),
+    }
+}
 
 fn outcome(reply: RedisResult<String>) -> Result<RowOutcome, Outage> {
     match reply {
