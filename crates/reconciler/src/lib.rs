@@ -2,7 +2,8 @@
 //! (intent), classifies every member as missing, stale, ahead, corrupt, current, lagging or orphan,
 //! and repairs the drift, with one replica at work at a time (a Redis lock).
 
-pub mod classify;
+// The verdict moved to core (the console gives it too); the old path still names it.
+pub use ledgerboard_core::projection::classify;
 pub mod lock;
 pub mod metrics;
 pub mod pass;
@@ -17,7 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ledgerboard_core::board::periods as core_periods;
 use ledgerboard_core::config::{self, Holds};
-use ledgerboard_core::db::Database;
+use ledgerboard_core::db::{Database, history};
+use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::generation::{self, RequestKind};
 use ledgerboard_core::projection::{ReadModelError, Store, inspect};
 use tokio_util::sync::CancellationToken;
 
@@ -100,7 +103,66 @@ impl Reconciler {
         held.release().await;
         self.set_lock_held(false);
         report.record_metrics();
+        // The drift history operators read (the console, V11). A pass whose report cannot be
+        // recorded still happened: logged, not an error of the pass.
+        match serde_json::to_value(&report) {
+            Ok(json) => {
+                let namespace = self.store.keys().namespace();
+                if let Err(e) = history::record_pass(&self.db, namespace, &json).await {
+                    tracing::warn!(error = %e, "the pass's report could not be recorded");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the pass's report could not be written as JSON"),
+        }
         Ok(report)
+    }
+
+    /// The boards an operator asked to check (the console): a pass over each, which repairs
+    /// what it finds and records its report as every pass does. A request is taken off the set
+    /// before its pass, as rebuild requests are; one that finds the lock held elsewhere is put
+    /// back for the next poll.
+    async fn serve_checks(&self, options: &PassOptions) {
+        let boards = match generation::requested(&self.store, RequestKind::Check, 8).await {
+            Ok(boards) => boards,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not read the check requests");
+                return;
+            }
+        };
+        for name in boards {
+            match generation::claim_request(&self.store, RequestKind::Check, &name).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::debug!(error = %e, "could not claim a check request");
+                    return;
+                }
+            }
+            // Only valid board ids are ever requested; anything else was written by hand.
+            let Ok(board) = BoardId::parse_stored(&name) else {
+                continue;
+            };
+            let one = PassOptions {
+                board: Some(board.clone()),
+                ..options.clone()
+            };
+            match self.run_once(&one).await {
+                Ok(report) => report.log(),
+                Err(e) => {
+                    if matches!(e, ReconcilerError::Busy) {
+                        tracing::debug!(%board, "another reconciler holds the lock; the check waits");
+                    } else {
+                        tracing::warn!(%board, error = %e, "requested check could not start");
+                    }
+                    if let Err(e) =
+                        generation::request(&self.store, RequestKind::Check, &board).await
+                    {
+                        tracing::warn!(%board, error = %e, "a check request could not be put back");
+                    }
+                    return;
+                }
+            }
+        }
     }
 
     /// A pass every `reconciler.interval_ms` while this replica can take the lock, a standby
@@ -147,6 +209,14 @@ impl Reconciler {
             }
             if cancel.is_cancelled() {
                 return;
+            }
+            let checks = self.serve_checks(&options);
+            tokio::pin!(checks);
+            tokio::select! {
+                () = &mut checks => {}
+                _ = cancel.cancelled() => {
+                    let _ = tokio::time::timeout(grace, &mut checks).await;
+                }
             }
             let served = requests.serve(&self.db, &self.store, &self.settings);
             tokio::pin!(served);

@@ -8,30 +8,6 @@ use opentelemetry::metrics::{Counter, Gauge, Histogram};
 
 use crate::classify::Classification;
 
-/// The `class` label: the drift classes. `Current` and `Lagging` are not drift and are never
-/// recorded under it (lagging members have metrics of their own).
-impl Label for Classification {
-    const ALL: &'static [Self] = &[
-        Self::Missing,
-        Self::Stale,
-        Self::Ahead,
-        Self::Corrupt,
-        Self::Orphan,
-    ];
-    const KEY: &'static str = "class";
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Missing => "missing",
-            Self::Stale => "stale",
-            Self::Ahead => "ahead",
-            Self::Corrupt => "corrupt",
-            Self::Current => "current",
-            Self::Lagging => "lagging",
-            Self::Orphan => "orphan",
-        }
-    }
-}
-
 /// What a repair did to a member: the `action` label of `ledgerboard_reconcile_repairs_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RepairAction {

@@ -15,7 +15,7 @@ use ledgerboard_core::projection::inspect::{self, Half, Observed};
 use ledgerboard_core::projection::member;
 use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};
 
-use crate::classify::{Classification, classify};
+use crate::classify::{Classification, classify, is_behind, verdict};
 use crate::lock::HeldLock;
 use crate::report::{BoardReport, Counts, PassReport};
 
@@ -386,25 +386,13 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
             member.class = None;
             continue;
         };
+        let class = verdict(&again, &seen);
+        if class != Classification::Lagging && is_behind(class, &seen) {
+            behind.push(i);
+        }
         member.row = again.row;
         member.seen = seen;
-        let class = classify(
-            member.row.score,
-            member.row.tie,
-            member.row.version,
-            member.row.metadata.as_deref(),
-            &member.seen,
-        );
-        let is_behind = matches!(class, Classification::Stale)
-            || (class == Classification::Missing && is_absent(&member.seen));
-        member.class = Some(if is_behind && again.pending {
-            Classification::Lagging
-        } else {
-            if is_behind {
-                behind.push(i);
-            }
-            class
-        });
+        member.class = Some(class);
     }
     if behind.is_empty() {
         return Ok(());
@@ -433,12 +421,6 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
         member.seen = seen;
     }
     Ok(())
-}
-
-/// Neither half of the member is in Redis: what a member not projected yet looks like (one
-/// half without the other is never written by the projector, so that stays drift).
-fn is_absent(seen: &Observed) -> bool {
-    seen.score.is_none() && seen.version.is_none()
 }
 
 async fn confirm(lock: Option<&HeldLock>) -> Result<(), PassError> {

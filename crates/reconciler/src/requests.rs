@@ -1,7 +1,8 @@
 //! Rebuilds that readers and projectors asked for: a board whose projection a read found
 //! without a whole seal (lost, evicted, edited, never built) is added to the rebuild requests
 //! (`projection/keys.rs`); the reconciler that holds the lock rebuilds the requested boards
-//! one at a time, between passes.
+//! one at a time, between passes. An operator's request (the console's "rebuild") goes to a
+//! set of its own and is served first, whatever the board's seal says.
 //!
 //! Each request is taken off the set *before* its board's seal is read and the board rebuilt
 //! (`projection::generation::claim_request`), never after: an ask that arrives meanwhile (a
@@ -17,6 +18,7 @@ use crate::settings::Settings;
 use ledgerboard_core::board::periods;
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::projection::generation::RequestKind;
 use ledgerboard_core::projection::{
     ReadModelError, Seal, Store, generation, read, request_rebuild,
 };
@@ -50,11 +52,17 @@ impl Requests {
         store: &Store,
         settings: &Settings,
     ) -> Result<usize, ReadModelError> {
-        let boards = generation::requested(store, PER_ROUND).await?;
+        // An operator's forced rebuilds first: someone is looking at the board.
+        let mut boards: Vec<(RequestKind, String)> = Vec::new();
+        for kind in [RequestKind::Forced, RequestKind::NotWhole] {
+            let names = generation::requested(store, kind, PER_ROUND).await?;
+            boards.extend(names.into_iter().map(|n| (kind, n)));
+        }
         self.failed.retain(|_, at| at.elapsed() < RETRY_AFTER);
-        let boards: Vec<String> = boards
+        let boards: Vec<(RequestKind, String)> = boards
             .into_iter()
-            .filter(|name| !self.failed.contains_key(name))
+            .filter(|(_, name)| !self.failed.contains_key(name))
+            .take(PER_ROUND)
             .collect();
         if boards.is_empty() {
             return Ok(0);
@@ -74,11 +82,11 @@ impl Requests {
         store: &Store,
         settings: &Settings,
         held: &lock::HeldLock,
-        boards: Vec<String>,
+        boards: Vec<(RequestKind, String)>,
     ) -> Result<usize, ReadModelError> {
         let mut rebuilt = 0;
-        for name in boards {
-            if !generation::claim_request(store, &name).await? {
+        for (kind, name) in boards {
+            if !generation::claim_request(store, kind, &name).await? {
                 continue;
             }
             // Only valid board ids are ever requested; anything else was written by hand.
@@ -86,7 +94,7 @@ impl Requests {
                 continue;
             };
             let started = Instant::now();
-            match serve_one(db, store, settings, held, &board).await {
+            match serve_one(db, store, settings, held, &board, kind).await {
                 Ok(None) => {}
                 Ok(Some(report)) => {
                     metrics()
@@ -103,7 +111,10 @@ impl Requests {
                     self.failed.insert(name, Instant::now());
                     // Claimed, not served: asked for again, tried after RETRY_AFTER. If even
                     // this fails, the next read or walk that finds the board asks again.
-                    request_rebuild(store, &board).await?;
+                    match kind {
+                        RequestKind::NotWhole => request_rebuild(store, &board).await?,
+                        kind => generation::request(store, kind, &board).await?,
+                    }
                     if !held.confirm().await {
                         break;
                     }
@@ -114,19 +125,21 @@ impl Requests {
     }
 }
 
-/// One claimed request: nothing when the board is whole already (asked for again while an
-/// earlier rebuild ran, and made whole by it), else its rebuild.
+/// One claimed request: its rebuild, except for a request not forced whose board is whole
+/// already (asked for again while an earlier rebuild ran, and made whole by it).
 async fn serve_one(
     db: &Database,
     store: &Store,
     settings: &Settings,
     held: &lock::HeldLock,
     board: &BoardId,
+    kind: RequestKind,
 ) -> Result<Option<RebuildReport>, RebuildError> {
-    if read::board_seal(store, board)
-        .await
-        .map_err(PassError::from)?
-        == Seal::Whole
+    if kind == RequestKind::NotWhole
+        && read::board_seal(store, board)
+            .await
+            .map_err(PassError::from)?
+            == Seal::Whole
     {
         return Ok(None);
     }

@@ -78,6 +78,11 @@ pub enum Op {
     PeriodRead,
     /// Archiving closed periods past the retention (`board/sql/period_archive*.sql`).
     PeriodArchive,
+    /// Recording a reconciler pass or an operator action (`history/*_record.sql`, V11).
+    HistoryRecord,
+    /// Reading the passes or the audit log (the console: `history/*_list.sql`,
+    /// `history/pass_boards.sql`).
+    HistoryRead,
 }
 
 impl Label for Op {
@@ -121,6 +126,8 @@ impl Label for Op {
         Op::PeriodClose,
         Op::PeriodRead,
         Op::PeriodArchive,
+        Op::HistoryRecord,
+        Op::HistoryRead,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -171,6 +178,8 @@ impl Op {
             Op::PeriodClose => "period_close",
             Op::PeriodRead => "period_read",
             Op::PeriodArchive => "period_archive",
+            Op::HistoryRecord => "history_record",
+            Op::HistoryRead => "history_read",
         }
     }
 }

@@ -12,6 +12,7 @@
 
 use redis::RedisResult;
 
+use super::keys::KeyLayout;
 use super::member;
 use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
 use super::{ReadModelError, Store, TimedConnection};
@@ -175,10 +176,14 @@ impl Build {
 
 /// Up to `count` boards from the rebuild requests, at random (`SRANDMEMBER`): as stored,
 /// since only valid board ids are ever requested but anything may be written by hand.
-pub async fn requested(store: &Store, count: usize) -> Result<Vec<String>, ReadModelError> {
+pub async fn requested(
+    store: &Store,
+    kind: RequestKind,
+    count: usize,
+) -> Result<Vec<String>, ReadModelError> {
     let mut conn = store.connection().await?;
     Ok(redis::cmd("SRANDMEMBER")
-        .arg(store.keys().rebuild_requests())
+        .arg(kind.key(store.keys()))
         .arg(count)
         .query_async(&mut conn)
         .await?)
@@ -187,12 +192,53 @@ pub async fn requested(store: &Store, count: usize) -> Result<Vec<String>, ReadM
 /// Takes one name off the rebuild requests before its board is looked at: an ask that comes
 /// while the board is checked or rebuilt adds it again, so it is never lost by the removal
 /// after the work. False when the name was not there (another replica took it).
-pub async fn claim_request(store: &Store, name: &str) -> Result<bool, ReadModelError> {
+pub async fn claim_request(
+    store: &Store,
+    kind: RequestKind,
+    name: &str,
+) -> Result<bool, ReadModelError> {
     let mut conn = store.connection().await?;
     let removed: i64 = redis::cmd("SREM")
-        .arg(store.keys().rebuild_requests())
+        .arg(kind.key(store.keys()))
         .arg(name)
         .query_async(&mut conn)
         .await?;
     Ok(removed == 1)
+}
+
+/// Which requests the reconciler serves between passes: rebuilds that readers and projectors
+/// send for a board found not whole (served only while the board is still not whole), an
+/// operator's rebuild, served whatever the seal says, and an operator's check: a pass over
+/// that one board, which repairs what it finds and records its report like any pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    NotWhole,
+    Forced,
+    Check,
+}
+
+impl RequestKind {
+    fn key(self, keys: &KeyLayout) -> String {
+        match self {
+            RequestKind::NotWhole => keys.rebuild_requests(),
+            RequestKind::Forced => keys.forced_rebuild_requests(),
+            RequestKind::Check => keys.check_requests(),
+        }
+    }
+}
+
+/// Adds `board` to the requests of `kind` (the console's rebuild and check; readers and
+/// projectors send theirs through `apply::request_rebuild`, the same set as `NotWhole`).
+pub async fn request(
+    store: &Store,
+    kind: RequestKind,
+    board: &BoardId,
+) -> Result<(), ReadModelError> {
+    let mut conn = store.connection().await?;
+    let _: i64 = redis::cmd("SADD")
+        .arg(kind.key(store.keys()))
+        .arg(board.as_str())
+        .query_async(&mut conn)
+        .await?;
+    Ok(())
 }

@@ -166,6 +166,19 @@ impl KeyLayout {
         format!("{}:rebuild:requests", self.namespace)
     }
 
+    /// Boards an operator asked to rebuild whatever their seal says (the console's "rebuild":
+    /// a member edited in place keeps the seal's counts, so the seal alone would call the
+    /// board whole and the reconciler would decline a plain request). Not board-tagged.
+    pub fn forced_rebuild_requests(&self) -> String {
+        format!("{}:rebuild:forced", self.namespace)
+    }
+
+    /// Boards an operator asked the reconciler to check now: a pass over each, repairs and
+    /// report included. Not board-tagged.
+    pub fn check_requests(&self) -> String {
+        format!("{}:reconcile:requests", self.namespace)
+    }
+
     /// A pattern matching every key of this namespace (the chaos run cleans up with it).
     pub fn all_keys_pattern(&self) -> String {
         format!("{}:*", self.namespace)

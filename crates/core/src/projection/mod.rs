@@ -13,6 +13,7 @@
 //! - `lock.rs`: the single-reconciler lock's Redis calls.
 
 pub mod apply;
+pub mod classify;
 mod cluster;
 pub mod generation;
 pub mod inspect;

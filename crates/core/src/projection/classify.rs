@@ -1,8 +1,11 @@
 //! Intent (PostgreSQL) against observed (Redis), for one member.
 
-use ledgerboard_core::projection::inspect::Observed;
-use ledgerboard_core::projection::member;
+use super::inspect::Observed;
+use super::member;
+use crate::db::source::RecheckedRow;
 use serde::{Deserialize, Serialize};
+
+use crate::telemetry::metrics::Label;
 
 /// How one member's projection compares with its source row (the reconciler's verdict).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,6 +61,59 @@ pub fn classify(
             } else {
                 Classification::Current
             }
+        }
+    }
+}
+
+/// The verdict on a member whose source row was re-read together with whether its version is
+/// still pending in the outbox (`db::source::recheck`): as [`classify`], except that a member
+/// behind its source (stale, or absent from both halves) whose version the projector has yet
+/// to write is [`Classification::Lagging`], normal progress. The reconciler's pass judges its
+/// suspects so; the console shows an operator the same verdict for one member.
+pub fn verdict(source: &RecheckedRow, seen: &Observed) -> Classification {
+    let row = &source.row;
+    let class = classify(
+        row.score,
+        row.tie,
+        row.version,
+        row.metadata.as_deref(),
+        seen,
+    );
+    if source.pending && is_behind(class, seen) {
+        Classification::Lagging
+    } else {
+        class
+    }
+}
+
+/// Behind its source: an older version, or neither half of the member in Redis (what a
+/// member not projected yet looks like; one half without the other is never written by the
+/// projector, so that stays drift).
+pub fn is_behind(class: Classification, seen: &Observed) -> bool {
+    class == Classification::Stale
+        || (class == Classification::Missing && seen.score.is_none() && seen.version.is_none())
+}
+
+/// The `class` label: the drift classes. `Current` and `Lagging` are not drift and are never
+/// recorded under it (lagging members have metrics of their own).
+impl Label for Classification {
+    const ALL: &'static [Self] = &[
+        Self::Missing,
+        Self::Stale,
+        Self::Ahead,
+        Self::Corrupt,
+        Self::Orphan,
+    ];
+    const KEY: &'static str = "class";
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Stale => "stale",
+            Self::Ahead => "ahead",
+            Self::Corrupt => "corrupt",
+            Self::Current => "current",
+            Self::Lagging => "lagging",
+            Self::Orphan => "orphan",
         }
     }
 }
