@@ -12,8 +12,8 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 
 /// Sends one request to `addr` and returns the status and the body (lossy UTF-8). It carries
-/// `Content-Type: application/json`, `Connection: close` and `headers`; an error when there is
-/// no whole answer within `limit`.
+/// `Content-Type: application/json` (unless `headers` name another), `Connection: close` and
+/// `headers`; an error when there is no whole answer within `limit`.
 pub async fn request(
     addr: SocketAddr,
     method: &str,
@@ -22,6 +22,21 @@ pub async fn request(
     body: String,
     limit: Duration,
 ) -> io::Result<(u16, String)> {
+    request_parts(addr, method, path, headers, body, limit)
+        .await
+        .map(|(status, _, body)| (status, body))
+}
+
+/// [`request`], with the answer's headers too (names in lowercase, in the order sent; a
+/// header sent twice appears twice).
+pub async fn request_parts(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: String,
+    limit: Duration,
+) -> io::Result<(u16, Vec<(String, String)>, String)> {
     let failed = |e: &dyn std::fmt::Display| io::Error::other(format!("{method} {path}: {e}"));
     let exchange = async {
         let stream = tokio::net::TcpStream::connect(addr).await?;
@@ -33,8 +48,13 @@ pub async fn request(
             .method(method)
             .uri(path)
             .header("host", addr.to_string())
-            .header("content-type", "application/json")
             .header("connection", "close");
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            builder = builder.header("content-type", "application/json");
+        }
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
@@ -43,13 +63,27 @@ pub async fn request(
             .map_err(|e| failed(&e))?;
         let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
         let status = response.status().as_u16();
+        let answer_headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
         let bytes = response
             .into_body()
             .collect()
             .await
             .map_err(|e| failed(&e))?
             .to_bytes();
-        io::Result::Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+        io::Result::Ok((
+            status,
+            answer_headers,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        ))
     };
     tokio::time::timeout(limit, exchange).await.map_err(|_| {
         io::Error::new(

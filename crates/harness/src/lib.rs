@@ -4,8 +4,10 @@
 //! flush or reconfigure without touching anyone else's data, the one HTTP/1.1 client
 //! ([`http`]) that talks to them, and a small load balancer ([`Proxy`]) for rolling restarts.
 //! `lbchaos experiment`, `lbchaos chaos` and the tests
-//! (through the testkit) use them.
+//! (through the testkit) use them. The console's browser tests drive a headless chromium
+//! through chromedriver ([`Browser`]), with a small WebDriver client of the harness's own.
 
+pub mod browser;
 mod daemon;
 pub mod http;
 mod postgres_server;
@@ -13,6 +15,7 @@ mod proxy;
 mod redis_cluster;
 mod redis_server;
 
+pub use browser::{Browser, Element};
 pub use daemon::{Daemon, binary_beside_current_exe};
 pub use postgres_server::PostgresServer;
 pub use proxy::{Backend, Proxy};
