@@ -84,7 +84,7 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
-    fn parts(&self) -> (StatusCode, &'static str, String) {
+    pub(crate) fn parts(&self) -> (StatusCode, &'static str, String) {
         match self {
             Self::MalformedBody(m) => (StatusCode::BAD_REQUEST, "malformed_body", m.clone()),
             Self::BadPath(m) => (StatusCode::BAD_REQUEST, "invalid_path", m.clone()),

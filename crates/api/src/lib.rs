@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod client;
 pub mod coalesce;
+mod console;
 pub mod error;
 pub mod freshness;
 pub mod metrics;
@@ -63,6 +64,7 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
         .merge(reads)
+        .merge(console::routes())
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(
             "/openapi.json",
             <openapi::ApiDoc as utoipa::OpenApi>::openapi(),

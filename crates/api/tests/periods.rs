@@ -243,6 +243,57 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         .expect("close");
     assert_eq!(again.closed, 0, "a closed period is not closed again");
 
+    // The console's board page shows the periods and the previous one's frozen standings with
+    // their digest check, which holds; once a frozen row is edited, the check says so.
+    let console = async || {
+        let request = Request::get("/console/boards/season")
+            .header(
+                header::COOKIE,
+                format!("lb_console={}", ledgerboard_testkit::TEST_TOKEN),
+            )
+            .body(Body::empty())
+            .expect("request");
+        let (status, page) = common::send_text(&app, request).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        page
+    };
+    let page = console().await;
+    assert!(
+        page.contains(&format!("Frozen standings of {p1}")),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            r#"<span id="digest-check" class="ok">holds: digest matches, 3 rows for 3 entries"#
+        ),
+        "{page}"
+    );
+    env.db
+        .client()
+        .await
+        .execute(
+            "UPDATE period_standings SET score = score + 1 WHERE board_id = 'season' AND position = 1",
+            &[],
+        )
+        .await
+        .expect("edit a frozen row");
+    let page = console().await;
+    assert!(
+        page.contains(
+            r#"<span id="digest-check" class="bad">does not hold: digest does not match"#
+        ),
+        "{page}"
+    );
+    env.db
+        .client()
+        .await
+        .execute(
+            "UPDATE period_standings SET score = score - 1 WHERE board_id = 'season' AND position = 1",
+            &[],
+        )
+        .await
+        .expect("undo the edit");
+
     // Past the retention (none here), the reconciler archives the closed period: reads of it go
     // to PostgreSQL, and once the grace (none here) has passed its keys are dropped. Checked
     // before any pass or rebuild could write them back.

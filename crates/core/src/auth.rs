@@ -89,6 +89,23 @@ pub fn hash_token(token: &str) -> String {
         .collect()
 }
 
+/// The console's CSRF token for a session whose cookie holds `token`: SHA-256 over a purpose
+/// label and the token, in hex. Only a holder of the token can compute it (the cookie is
+/// HttpOnly, so no script and no other site can read it), every api replica computes the same
+/// one (no server-side session to share), and it reveals nothing of the token.
+pub fn csrf_token(token: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"ledgerboard console csrf\0");
+    h.update(token.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a presented secret equals the expected one, in time independent of where they
+/// differ.
+pub fn same_secret(presented: &str, expected: &str) -> bool {
+    presented.len() == expected.len() && bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
 impl TokenTable {
     /// Parses `auth.tokens`. Errors name the entry by its position and name, never by digest.
     pub fn parse(spec: &str) -> Result<TokenTable, String> {

@@ -101,10 +101,17 @@ fn identify(auth: &Auth, req: &Request) -> Result<Identity, ApiError> {
         .ok_or(ApiError::Unauthenticated(
             "the Authorization header must be `Bearer <token>`",
         ))?;
-    auth.tokens
-        .authenticate(token)
-        .map(|entry| Identity::Token(Arc::new(entry.clone())))
-        .ok_or(ApiError::Unauthenticated("the token is not valid"))
+    auth.token(token)
+}
+
+impl Auth {
+    /// The identity `token` stands for: a bearer header's, or the console's session cookie's.
+    pub fn token(&self, token: &str) -> Result<Identity, ApiError> {
+        self.tokens
+            .authenticate(token)
+            .map(|entry| Identity::Token(Arc::new(entry.clone())))
+            .ok_or(ApiError::Unauthenticated("the token is not valid"))
+    }
 }
 
 impl Identity {

@@ -30,35 +30,35 @@ use crate::state::AppState;
 pub struct DefinitionBody {
     /// Up to 128 characters, no control characters.
     #[schema(max_length = 128)]
-    display_name: Option<String>,
+    pub(crate) display_name: Option<String>,
     /// `add` (commands carry a `delta`), `best` (keep the best `score`), `latest` (keep the last).
     #[schema(example = "best")]
-    operator: Option<String>,
+    pub(crate) operator: Option<String>,
     /// `descending` (default: the highest score ranks first) or `ascending` (a time trial).
-    sort: Option<String>,
+    pub(crate) sort: Option<String>,
     /// `user_id` (default: equal scores by user id) or `earliest` (the first to reach a score
     /// ranks first).
-    tie_break: Option<String>,
+    pub(crate) tie_break: Option<String>,
     #[schema(value_type = Option<i64>, minimum = -9007199254740991i64, maximum = 9007199254740991i64)]
-    min_score: Option<serde_json::Number>,
+    pub(crate) min_score: Option<serde_json::Number>,
     #[schema(value_type = Option<i64>, minimum = -9007199254740991i64, maximum = 9007199254740991i64)]
-    max_score: Option<serde_json::Number>,
+    pub(crate) max_score: Option<serde_json::Number>,
     /// Add boards only (default -1000).
     #[schema(value_type = Option<i64>)]
-    min_delta: Option<serde_json::Number>,
+    pub(crate) min_delta: Option<serde_json::Number>,
     /// Add boards only (default 1000).
     #[schema(value_type = Option<i64>)]
-    max_delta: Option<serde_json::Number>,
+    pub(crate) max_delta: Option<serde_json::Number>,
     /// When the board starts a new period: `never` (default), `manual`, `daily`, `weekly`
     /// (Mondays), `monthly`, `every <n>s` (n from 1 to 99999999), or a five-field cron
     /// expression in the board's time zone (`0 18 * * FRI`). Each period is read with
     /// `period=`; the first opens when the board is declared.
     #[schema(example = "weekly")]
-    reset: Option<String>,
+    pub(crate) reset: Option<String>,
     /// The IANA time zone whose midnights start daily, weekly and monthly periods, and whose
     /// wall clock a cron schedule reads (default `UTC`).
     #[schema(example = "Europe/Paris", max_length = 64)]
-    time_zone: Option<String>,
+    pub(crate) time_zone: Option<String>,
 }
 
 impl DefinitionBody {
@@ -126,23 +126,34 @@ pub async fn put_board(
             "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?}}: {e}"
         ))
     })?;
-    let def = raw.declaration()?.definition(board.clone())?;
-    let defined = definitions::define(&state.db, &def, Expect::Any).await;
-    // Forgotten whatever the outcome: a failed attempt may have committed before its answer
-    // was lost, and a re-read costs one query.
-    state.definitions.forget(&board);
-    state.periods.forget(&board);
-    let defined = defined?;
-    if defined.order_changed {
-        // The board had no entries; a seal left from earlier ones states the old order.
-        state.rebuilds.request(&state.store, &board);
-    }
+    let defined = define(&state, &board, &raw).await?;
     let status = if defined.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     Ok((status, Json(defined.definition)).into_response())
+}
+
+/// Declares or replaces `board`'s definition as `raw` states it: `PUT /v1/boards/{board}` and
+/// the console's form both come here (the caller checked the admin scope).
+pub(crate) async fn define(
+    state: &AppState,
+    board: &BoardId,
+    raw: &DefinitionBody,
+) -> Result<definitions::Defined, ApiError> {
+    let def = raw.declaration()?.definition(board.clone())?;
+    let defined = definitions::define(&state.db, &def, Expect::Any).await;
+    // Forgotten whatever the outcome: a failed attempt may have committed before its answer
+    // was lost, and a re-read costs one query.
+    state.definitions.forget(board);
+    state.periods.forget(board);
+    let defined = defined?;
+    if defined.order_changed {
+        // The board had no entries; a seal left from earlier ones states the old order.
+        state.rebuilds.request(&state.store, board);
+    }
+    Ok(defined)
 }
 
 /// The board's definition as this api applies it (kept up to `api.definition_cache_ms`); an

@@ -23,28 +23,28 @@ pub struct ModerationBody {
     /// The caller's stable id for this command (the idempotency key): a non-nil UUID. A
     /// repeat with the same payload answers the first run's outcome; with another, 409.
     #[schema(format = Uuid)]
-    action_id: String,
+    pub(crate) action_id: String,
     /// `remove` (the user's entry on `board`), `ban`, `unban` or `erase` (every board).
     #[schema(example = "ban")]
-    action: String,
+    pub(crate) action: String,
     /// The user, as score commands name them.
     #[schema(
         min_length = 1,
         max_length = 128,
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
     )]
-    user_id: String,
+    pub(crate) user_id: String,
     /// The board: required by `remove`, refused by the others.
     #[schema(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
-    board: Option<String>,
+    pub(crate) board: Option<String>,
     /// `remove` on a board that resets: the period the entry is removed from (its id,
     /// `YYYYMMDDTHHMMSSZ`, as reads and command answers name it); without it, the board
     /// itself (where a board that resets holds no entries).
     #[schema(pattern = r"^[0-9]{8}T[0-9]{6}Z$")]
-    period: Option<String>,
+    pub(crate) period: Option<String>,
     /// Why (kept in the audit row): 1 to 512 characters.
     #[schema(min_length = 1, max_length = 512)]
-    reason: String,
+    pub(crate) reason: String,
 }
 
 /// What a moderation command did (for a repeat: what it did the first time).
@@ -115,6 +115,29 @@ fn action(body: &ModerationBody) -> Result<Action, ApiError> {
     }
 }
 
+/// Validates and applies one moderation command as `identity` (who checked the scope):
+/// `POST /v1/moderation` and the console's form both come here.
+pub(crate) async fn moderate(
+    state: &AppState,
+    identity: &Identity,
+    raw: ModerationBody,
+) -> Result<Moderated, ApiError> {
+    let action_id = EventId::parse(&raw.action_id).map_err(|_| {
+        ApiError::InvalidModeration(
+            "invalid_action_id",
+            "`action_id` must be a non-nil UUID".into(),
+        )
+    })?;
+    let action = action(&raw)?;
+    let cmd = Command {
+        action_id: action_id.as_uuid(),
+        action,
+        reason: raw.reason,
+        actor: identity.name().to_owned(),
+    };
+    Ok(moderation::moderate(&state.db, &cmd).await?)
+}
+
 /// Applies a moderation command exactly once per action id, with its audit row (who: the
 /// token's name, when: the database clock, why: the reason).
 #[utoipa::path(
@@ -149,20 +172,7 @@ pub async fn post_moderation(
             "expected {{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"period\"?, \"reason\"}}: {e}"
         ))
     })?;
-    let action_id = EventId::parse(&raw.action_id).map_err(|_| {
-        ApiError::InvalidModeration(
-            "invalid_action_id",
-            "`action_id` must be a non-nil UUID".into(),
-        )
-    })?;
-    let action = action(&raw)?;
-    let cmd = Command {
-        action_id: action_id.as_uuid(),
-        action,
-        reason: raw.reason,
-        actor: identity.name().to_owned(),
-    };
-    let done = moderation::moderate(&state.db, &cmd).await?;
+    let done = moderate(&state, &identity, raw).await?;
     let status = if done.duplicate {
         StatusCode::OK
     } else {

@@ -200,10 +200,10 @@ fn query_error(rejection: QueryRejection) -> ApiError {
 
 /// What a read reads: the board (or the period of it), the period it names, and whether that
 /// period is archived (read from PostgreSQL only: its projection's keys are dropped).
-struct Target {
-    board: BoardId,
-    period: Option<String>,
-    archived: bool,
+pub(crate) struct Target {
+    pub(crate) board: BoardId,
+    pub(crate) period: Option<String>,
+    pub(crate) archived: bool,
 }
 
 /// The board a read of `board` reads, and the period it names: the board itself when it never
@@ -212,7 +212,7 @@ struct Target {
 /// clock's (`board/periods.rs`), cached as definitions are; while PostgreSQL cannot say, the
 /// last answer read stands, else the board is read as one that never resets (the answer then
 /// names no period), as `order` assumes the implicit definition.
-async fn period_board(
+pub(crate) async fn period_board(
     state: &AppState,
     board: BoardId,
     period: Option<&str>,

@@ -197,6 +197,19 @@ pub async fn erasure_pending(db: &Database, user: &UserId) -> Result<i64, StoreE
     Ok(row.try_get("pending")?)
 }
 
+/// Parameters: user.
+static BANNED: Statement<1> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_banned.sql"),
+    [Type::TEXT],
+);
+
+/// Whether `user` is banned now.
+pub async fn is_banned(db: &Database, user: &UserId) -> Result<bool, StoreError> {
+    let row = db.query_one(&BANNED, [&user.as_str()]).await?;
+    Ok(row.try_get("banned")?)
+}
+
 /// How often [`moderate`] runs its transaction again after losing a race (the same new id
 /// arriving concurrently, a deadlock, the table lock not granted in time).
 const MAX_ATTEMPTS: usize = 4;

@@ -1,0 +1,192 @@
+//! The console's pages as askama templates (`templates/console/`): what each page shows,
+//! already turned into text, so that the templates only lay it out. askama escapes every
+//! value for HTML (`.html` templates), user ids and metadata included.
+
+use askama::Template;
+
+/// What every page's frame shows: who is logged in, the CSRF token its forms carry, the page
+/// in the navigation, and the notice left by the action that led here.
+pub struct Chrome {
+    pub actor: String,
+    pub csrf: String,
+    pub nav: &'static str,
+    pub notice: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/error.html")]
+pub struct ErrorPage {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/login.html")]
+pub struct LoginPage {
+    pub error: Option<String>,
+}
+
+pub struct BoardRow {
+    pub board: String,
+    pub display_name: String,
+    pub definition: String,
+    pub period: String,
+    pub entries: String,
+    pub lag: String,
+    pub pending: String,
+    pub parked: String,
+    pub projection: &'static str,
+    pub last_pass: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/boards.html")]
+pub struct BoardsPage {
+    pub chrome: Chrome,
+    pub rows: Vec<BoardRow>,
+    pub next: Option<String>,
+}
+
+/// One member, source and projection side by side.
+pub struct MemberRow {
+    pub rank: String,
+    pub user_id: String,
+    pub source_score: String,
+    pub source_version: String,
+    pub redis_score: String,
+    pub redis_version: String,
+    pub verdict: &'static str,
+}
+
+/// The projection's own page: what readers get from Redis.
+pub struct ProjectedRow {
+    pub rank: u64,
+    pub user_id: String,
+    pub score: i64,
+}
+
+/// One searched user.
+pub struct UserView {
+    pub user_id: String,
+    pub source: String,
+    pub projection: String,
+    pub verdict: &'static str,
+    pub why: String,
+    pub banned: bool,
+}
+
+pub struct Freshness {
+    pub lag_ms: String,
+    pub pending: String,
+    pub parked: String,
+    pub projected_through: String,
+    pub projection: &'static str,
+}
+
+pub struct StandingRow {
+    pub position: i64,
+    pub rank: i64,
+    pub user_id: String,
+    pub score: i64,
+    pub version: i64,
+}
+
+pub struct PeriodView {
+    pub current: String,
+    pub previous: String,
+    pub ends_in: String,
+    /// The previous period's close, when it is closed.
+    pub closed: Option<ClosedView>,
+}
+
+pub struct ClosedView {
+    pub period: String,
+    pub closed_at: String,
+    pub entries: i64,
+    pub digest: String,
+    pub check: String,
+    pub holds: bool,
+    pub standings: Vec<StandingRow>,
+}
+
+#[derive(Template)]
+#[template(path = "console/board.html")]
+pub struct BoardPage {
+    pub chrome: Chrome,
+    pub board: String,
+    /// The board whose entries are shown: the board, or its current period.
+    pub target: String,
+    pub display_name: String,
+    pub definition: String,
+    pub freshness: Freshness,
+    pub last_pass: String,
+    pub entries: u64,
+    pub rows: Vec<MemberRow>,
+    pub projected: Vec<ProjectedRow>,
+    pub projected_seal: &'static str,
+    pub query_user: String,
+    pub user: Option<UserView>,
+    pub periods: Option<PeriodView>,
+}
+
+pub struct PassRow {
+    pub id: i64,
+    pub finished: String,
+    pub kind: String,
+    pub outcome: String,
+    pub boards: String,
+    pub checked: String,
+    pub drift: String,
+    pub classes: String,
+    pub repaired: String,
+    pub listed: Vec<ListedBoard>,
+}
+
+pub struct ListedBoard {
+    pub board: String,
+    pub summary: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/drift.html")]
+pub struct DriftPage {
+    pub chrome: Chrome,
+    pub passes: Vec<PassRow>,
+}
+
+pub struct ParkedView {
+    pub id: i64,
+    pub board: String,
+    pub user_id: String,
+    pub score: i64,
+    pub version: i64,
+    pub attempts: i32,
+    pub error: String,
+    pub parked_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/parked.html")]
+pub struct ParkedPage {
+    pub chrome: Chrome,
+    pub rows: Vec<ParkedView>,
+}
+
+pub struct AuditRow {
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub board: String,
+    pub user_id: String,
+    pub detail: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/moderation.html")]
+pub struct ModerationPage {
+    pub chrome: Chrome,
+    pub user_id: String,
+    pub board: String,
+    pub log: Vec<AuditRow>,
+}
