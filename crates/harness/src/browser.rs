@@ -43,8 +43,23 @@ const SESSION_TIMEOUT_MS: u64 = 20_000;
 const FIND_LIMIT: Duration = Duration::from_secs(10);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Debian's launcher: it reads /etc/chromium.d, as chromium started by hand would.
-const CHROMIUM: &str = "/usr/bin/chromium";
+/// Debian's launcher (it reads /etc/chromium.d, as chromium started by hand would), found on
+/// `PATH` like every tool of the tests, so the limited PATH of `env.sh test` decides
+/// (`LB_APT_BINS` declares it).
+const CHROMIUM: &str = "chromium";
+
+/// [`CHROMIUM`]'s path on `PATH`: chromedriver wants a path, not a name.
+fn chromium() -> String {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(CHROMIUM))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| {
+            panic!("no {CHROMIUM} on PATH (apt-get install chromium, or source deploy/tools/env.sh test)")
+        })
+}
 
 /// The key under which W3C WebDriver names an element in JSON: the spec's "web element
 /// identifier", the one chromedriver sends and accepts.
@@ -606,7 +621,7 @@ fn capabilities(profile: &Path) -> Value {
     json!({
         "browserName": "chrome",
         "goog:chromeOptions": {
-            "binary": CHROMIUM,
+            "binary": chromium(),
             "args": args,
         },
         "timeouts": {
