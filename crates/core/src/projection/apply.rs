@@ -7,6 +7,7 @@
 //! script refused that row: a wrong-typed key, a corrupt stored version) is charged to the row,
 //! which is retried and eventually parked.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult};
@@ -62,12 +63,16 @@ pub async fn apply_batch(
     let ttl_ms = marker_ttl.as_millis().max(1).to_string();
     // Each board's rows, boards in order of first appearance, rows in batch order (one user's
     // versions stay in order within the call).
+    // A batch may hold as many boards as rows: each is found by hash, not by a walk of the
+    // boards seen so far.
     let mut boards: Vec<(&BoardId, Vec<usize>)> = Vec::new();
+    let mut slot: HashMap<&BoardId, usize> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
-        match boards.iter_mut().find(|(b, _)| **b == e.board) {
-            Some((_, rows)) => rows.push(i),
-            None => boards.push((&e.board, vec![i])),
-        }
+        let at = *slot.entry(&e.board).or_insert_with(|| {
+            boards.push((&e.board, Vec::new()));
+            boards.len() - 1
+        });
+        boards[at].1.push(i);
     }
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
