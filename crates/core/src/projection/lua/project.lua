@@ -48,6 +48,17 @@ local ttl = ARGV[1]
 local sealed = redis.call('EXISTS', KEYS[3]) == 1
 local building = redis.call('EXISTS', KEYS[8]) == 1
 
+-- The member's value in the versions hash `hash`, and its version and tie key: false when
+-- the member has none, a nil version when the value is not one `member.rs` writes.
+local function read_stored(hash, user)
+  local value = redis.call('HGET', hash, user)
+  if not value then
+    return false, nil, nil
+  end
+  local version, key = parse_stored(value)
+  return value, version, key
+end
+
 local function apply_row(marker, user, score, version_text, key, meta, change)
   local marker_problem = wrong_type(marker, 'string')
   if marker_problem then
@@ -77,19 +88,14 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
     end
   end
 
-  local stored = redis.call('HGET', KEYS[2], user)
-  local stored_version, stored_key = nil, nil
-  if stored then
-    stored_version, stored_key = parse_stored(stored)
-    if stored_version == nil then
-      return 'failed:LBCORRUPT stored version of a member is not a number'
-    end
+  local stored, stored_version, stored_key = read_stored(KEYS[2], user)
+  if stored and not stored_version then
+    return 'failed:LBCORRUPT stored version of a member is not a number'
   end
-  local rebuilt = building and redis.call('HGET', KEYS[7], user)
-  local rebuilt_version, rebuilt_key = nil, nil
-  if rebuilt then
-    rebuilt_version, rebuilt_key = parse_stored(rebuilt)
-    if rebuilt_version == nil then
+  local rebuilt, rebuilt_version, rebuilt_key = false, nil, nil
+  if building then
+    rebuilt, rebuilt_version, rebuilt_key = read_stored(KEYS[7], user)
+    if rebuilt and not rebuilt_version then
       return 'failed:LBCORRUPT stored version of a member is not a number'
     end
   end
