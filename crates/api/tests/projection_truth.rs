@@ -514,9 +514,11 @@ async fn an_unknown_lag_sends_bounded_reads_to_postgres_and_the_abandoned_query_
         .expect("lock");
     let (status, page) = get(&app, "/v1/boards/b/top?limit=3").await;
     assert_eq!(status, StatusCode::OK, "{page}");
+    // The seal is read beside the database's answer: the projection is stated (whole), the
+    // lag is not (null), and the answer still comes from PostgreSQL.
     assert_eq!(
         freshness(&page),
-        (Some("database"), Some("lag_unknown"), None),
+        (Some("database"), Some("lag_unknown"), Some("whole")),
         "{page}"
     );
     assert!(page["freshness"]["lag_ms"].is_null(), "{page}");
@@ -650,6 +652,59 @@ async fn command(db: &Database, board: &str, user: &str, delta: i64) -> i64 {
         .await
         .expect("command")
         .version
+}
+
+/// A board whose projection is lost, or broken, while it lags: the bounded read falls back for
+/// the lag and still reads the seal with it, so the answer states the projection and the
+/// board is asked to be rebuilt by that read. Before, a read that fell back for lag never
+/// looked at Redis: a board whose rows were held back (a backlog, rows refused at a corrupt
+/// member) stayed lost until the reconciler's next pass (lbchaos: "still not whole (Broken)
+/// 30s after the read", freshness `projection: null`).
+#[tokio::test]
+async fn a_board_lost_while_it_lags_is_seen_by_the_read_that_falls_back() {
+    let env = TestEnv::new(|s| {
+        s.api.freshness_cache_ms = Millis::of(0);
+        s.api.max_lag_ms = Millis::of(1_000);
+    })
+    .await;
+    let store = env.store();
+    for board in ["lost", "broken"] {
+        sealed_board(&env, board, 20).await;
+        // One command no projector delivers, committed a minute ago: the board lags.
+        command(&env.database(), board, "u000001", 1).await;
+    }
+    env.db
+        .client()
+        .await
+        .execute(
+            "UPDATE leaderboard_outbox SET created_at = now() - interval '60 seconds'",
+            &[],
+        )
+        .await
+        .expect("age the rows");
+    lose_board(&store, &BoardId::parse("lost").expect("board")).await;
+    let broken = BoardId::parse("broken").expect("board");
+    redis_del(&store, &[store.keys().rebuild_requests()]).await;
+    let mut conn = store.connection().await.expect("redis");
+    let _: i64 = redis::cmd("HDEL")
+        .arg(store.keys().versions(&broken))
+        .arg("u000002")
+        .query_async(&mut conn)
+        .await
+        .expect("lose one member's version");
+    let app = app_with(&env.settings);
+    for (board, state) in [("lost", "missing"), ("broken", "broken")] {
+        let (status, page) = get(&app, &format!("/v1/boards/{board}/top?limit=5")).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(
+            freshness(&page),
+            (Some("database"), Some("lag"), Some(state)),
+            "{page}"
+        );
+        assert_eq!(entries(&page), source_top(&env, board, 5).await);
+        let asked = wait_until(Duration::from_secs(5), || requested(&store, board)).await;
+        assert!(asked.is_some(), "{board}: no rebuild was asked for");
+    }
 }
 
 #[tokio::test]

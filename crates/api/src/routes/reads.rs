@@ -337,9 +337,31 @@ async fn read<T>(
 ) -> Result<(T, Freshness), ApiError> {
     let board = &target.board;
     let lag = state.freshness.get(&state.read_db, board).await;
-    let database = async |reason: Reason, projection: Option<ProjectionState>| {
+    // `Seen(state)`: the projection was read and is stated as it was found. `Unread`: the
+    // fallback comes before any look at Redis (a lag over the bound, or unknown), so the seal
+    // is read beside the database's answer, in the same time: a board lost or broken while
+    // it lags (rows held back at a corrupt member, a backlog) is stated, and asked to be
+    // rebuilt, by this read, not left to the reconciler's next pass. `Skipped`: Redis is not
+    // asked (strong reads, archived periods, Redis failing).
+    let database = async |reason: Reason, projection: Looked| {
         metrics().read_fallbacks.add(1, &[reason.key_value()]);
-        let value = from_database().await.map_err(ApiError::from)?;
+        let (value, projection) = match projection {
+            Looked::Unread => {
+                let (value, seal) =
+                    tokio::join!(from_database(), read::board_seal(&state.store, board));
+                let value = value.map_err(ApiError::from)?;
+                let seal = seal.ok();
+                if let Some(s) = seal
+                    && s != Seal::Whole
+                    && (s == Seal::Broken || has_members(&value))
+                {
+                    state.rebuilds.request(&state.store, board);
+                }
+                (value, seal.map(ProjectionState::from))
+            }
+            Looked::Seen(p) => (from_database().await.map_err(ApiError::from)?, Some(p)),
+            Looked::Skipped => (from_database().await.map_err(ApiError::from)?, None),
+        };
         Ok((
             value,
             Freshness::new(Source::Database, Some(reason), projection, lag),
@@ -348,16 +370,16 @@ async fn read<T>(
     // An archived period's keys are dropped (or about to be): PostgreSQL is its only source,
     // whatever the consistency asked, and nothing asks for a rebuild.
     if target.archived {
-        return database(Reason::PeriodArchived, None).await;
+        return database(Reason::PeriodArchived, Looked::Skipped).await;
     }
     match consistency {
-        Consistency::Strong => return database(Reason::Strong, None).await,
+        Consistency::Strong => return database(Reason::Strong, Looked::Skipped).await,
         Consistency::Eventual => {}
         // An unknown lag may be any lag: a bounded read never takes the projection on trust.
         Consistency::Bounded => match lag {
-            None => return database(Reason::LagUnknown, None).await,
+            None => return database(Reason::LagUnknown, Looked::Unread).await,
             Some(l) if l.lag_ms > state.settings.max_lag_ms.ms() as i64 => {
-                return database(Reason::Lag, None).await;
+                return database(Reason::Lag, Looked::Unread).await;
             }
             Some(_) => {}
         },
@@ -366,7 +388,7 @@ async fn read<T>(
         Ok(projected) => projected,
         Err(e) if consistency == Consistency::Bounded => {
             tracing::warn!(error = %e, "projection unreadable; answering from the database");
-            return database(Reason::RedisError, None).await;
+            return database(Reason::RedisError, Looked::Skipped).await;
         }
         Err(e) => return Err(ApiError::Unavailable(e.to_string())),
     };
@@ -381,7 +403,7 @@ async fn read<T>(
             } else {
                 Reason::ProjectionMissing
             };
-            let answer = database(reason, Some(projection)).await?;
+            let answer = database(reason, Looked::Seen(projection)).await?;
             if broken || has_members(&answer.0) {
                 state.rebuilds.request(&state.store, board);
             }
@@ -400,8 +422,16 @@ async fn read<T>(
     } else if consistency == Consistency::Eventual {
         Err(ApiError::Stale)
     } else {
-        database(Reason::MinVersion, Some(projection)).await
+        database(Reason::MinVersion, Looked::Seen(projection)).await
     }
+}
+
+/// What a fallback to PostgreSQL knows of the projection (see `read`).
+#[derive(Clone, Copy)]
+enum Looked {
+    Seen(ProjectionState),
+    Unread,
+    Skipped,
 }
 
 /// A page of the board in rank order: by position (`offset`) or just after a cursor (`after`).
