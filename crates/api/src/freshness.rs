@@ -155,6 +155,17 @@ pub enum ProjectionState {
     Broken,
 }
 
+impl ProjectionState {
+    /// The name the `freshness` object gives it (and the console shows).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProjectionState::Whole => "whole",
+            ProjectionState::Missing => "missing",
+            ProjectionState::Broken => "broken",
+        }
+    }
+}
+
 impl From<Seal> for ProjectionState {
     fn from(seal: Seal) -> Self {
         match seal {

@@ -206,28 +206,22 @@ impl Browser {
     }
 
     pub async fn current_url(&self) -> String {
-        let url = self
-            .session
-            .command("get current URL", "GET", "/url", None)
-            .await;
-        string_of("get current URL", url)
+        self.text_of("get current URL", "/url").await
     }
 
     /// The page's HTML as chromium serialises its document now (W3C "get page source").
     pub async fn source(&self) -> String {
-        let source = self
-            .session
-            .command("get page source", "GET", "/source", None)
-            .await;
-        string_of("get page source", source)
+        self.text_of("get page source", "/source").await
     }
 
     pub async fn title(&self) -> String {
-        let title = self
-            .session
-            .command("get title", "GET", "/title", None)
-            .await;
-        string_of("get title", title)
+        self.text_of("get title", "/title").await
+    }
+
+    /// A GET of the session whose answer is a string.
+    async fn text_of(&self, name: &str, path: &str) -> String {
+        let value = self.session.command(name, "GET", path, None).await;
+        string_of(name, value)
     }
 
     /// Runs `script` as the body of a function called with `args` (W3C "execute script", its

@@ -173,26 +173,16 @@ pub async fn rebuild(
     Path(board): Path<String>,
     Form(form): Form<RebuildForm>,
 ) -> Result<Response, ConsoleError> {
-    let session = acting(&state, &headers, &form.csrf)?;
-    let target = own_target(&board, &form.target)?;
-    generation::request(&state.store, RequestKind::Forced, &target)
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    audit(
+    ask_reconciler(
         &state,
-        session.actor(),
+        &headers,
+        &board,
+        &form,
+        RequestKind::Forced,
         "rebuild",
-        Some(target.as_str()),
-        None,
-        json!({}),
+        "Rebuild of {target} requested: the reconciler rebuilds it within a second or so (a large board takes longer); reload to see it whole.",
     )
-    .await;
-    Ok(done(
-        &format!("/console/boards/{board}"),
-        &format!(
-            "Rebuild of {target} requested: the reconciler rebuilds it within a second or so (a large board takes longer); reload to see it whole."
-        ),
-    ))
+    .await
 }
 
 /// Asks the reconciler to check the board now: a pass over it that repairs the drift it finds
@@ -203,15 +193,38 @@ pub async fn check(
     Path(board): Path<String>,
     Form(form): Form<RebuildForm>,
 ) -> Result<Response, ConsoleError> {
-    let session = acting(&state, &headers, &form.csrf)?;
-    let target = own_target(&board, &form.target)?;
-    generation::request(&state.store, RequestKind::Check, &target)
+    ask_reconciler(
+        &state,
+        &headers,
+        &board,
+        &form,
+        RequestKind::Check,
+        "check",
+        "Check of {target} requested: the reconciler runs a pass over it within a second or so and repairs what it finds; reload to see its result.",
+    )
+    .await
+}
+
+/// A request of `kind` for the form's board, audited as `action`; the notice names the board
+/// where it says `{target}`.
+async fn ask_reconciler(
+    state: &AppState,
+    headers: &HeaderMap,
+    board: &str,
+    form: &RebuildForm,
+    kind: RequestKind,
+    action: &str,
+    notice: &str,
+) -> Result<Response, ConsoleError> {
+    let session = acting(state, headers, &form.csrf)?;
+    let target = own_target(board, &form.target)?;
+    generation::request(&state.store, kind, &target)
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
     audit(
-        &state,
+        state,
         session.actor(),
-        "check",
+        action,
         Some(target.as_str()),
         None,
         json!({}),
@@ -219,9 +232,7 @@ pub async fn check(
     .await;
     Ok(done(
         &format!("/console/boards/{board}"),
-        &format!(
-            "Check of {target} requested: the reconciler runs a pass over it within a second or so and repairs what it finds; reload to see its result."
-        ),
+        &notice.replace("{target}", target.as_str()),
     ))
 }
 
@@ -309,10 +320,13 @@ pub async fn moderate(
         .map(|b| b.trim().to_owned())
         .filter(|b| !b.is_empty() && form.action == "remove");
     // A period's board (`board~period`) names its period apart, as the api's body does.
-    let (board, period) = match board.as_deref().and_then(|b| b.split_once('~')) {
-        Some((b, p)) => (Some(b.to_owned()), Some(p.to_owned())),
-        None => (board, None),
-    };
+    let board = board
+        .as_deref()
+        .map(BoardId::parse_stored)
+        .transpose()
+        .map_err(ApiError::from)?;
+    let period = board.as_ref().and_then(|b| b.period()).map(str::to_owned);
+    let board = board.map(|b| b.base().to_string());
     let user = form.user_id.trim().to_owned();
     let body = ModerationBody {
         action_id: uuid::Uuid::new_v4().to_string(),

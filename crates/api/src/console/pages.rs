@@ -24,6 +24,7 @@ use super::session::{self, Session};
 use super::views::*;
 use super::{ConsoleError, render};
 use crate::error::ApiError;
+use crate::freshness::ProjectionState;
 use crate::routes::reads::{Target, period_board};
 use crate::state::AppState;
 
@@ -685,13 +686,9 @@ fn describe(def: &BoardDefinition) -> String {
     )
 }
 
+/// The seal as the api's `freshness.projection` names it; "unreadable" when Redis did not say.
 fn seal_name(seal: Option<&Seal>) -> &'static str {
-    match seal {
-        Some(Seal::Whole) => "whole",
-        Some(Seal::Missing) => "missing",
-        Some(Seal::Broken) => "broken",
-        None => "unreadable",
-    }
+    seal.map_or("unreadable", |s| ProjectionState::from(*s).as_str())
 }
 
 /// Milliseconds since the epoch as a UTC time, to the second.

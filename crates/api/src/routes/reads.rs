@@ -343,25 +343,30 @@ async fn read<T>(
     // it lags (rows held back at a corrupt member, a backlog) is stated, and asked to be
     // rebuilt, by this read, not left to the reconciler's next pass. `Skipped`: Redis is not
     // asked (strong reads, archived periods, Redis failing).
+    // A broken seal always means a board with keys; a missing one may be a board that does
+    // not exist, so only an answer with members asks for a rebuild.
+    let ask_if_not_whole = |projection: ProjectionState, value: &T| {
+        if projection == ProjectionState::Broken
+            || (projection == ProjectionState::Missing && has_members(value))
+        {
+            state.rebuilds.request(&state.store, board);
+        }
+    };
     let database = async |reason: Reason, projection: Looked| {
         metrics().read_fallbacks.add(1, &[reason.key_value()]);
         let (value, projection) = match projection {
             Looked::Unread => {
                 let (value, seal) =
                     tokio::join!(from_database(), read::board_seal(&state.store, board));
-                let value = value.map_err(ApiError::from)?;
-                let seal = seal.ok();
-                if let Some(s) = seal
-                    && s != Seal::Whole
-                    && (s == Seal::Broken || has_members(&value))
-                {
-                    state.rebuilds.request(&state.store, board);
-                }
-                (value, seal.map(ProjectionState::from))
+                (value, seal.ok().map(ProjectionState::from))
             }
-            Looked::Seen(p) => (from_database().await.map_err(ApiError::from)?, Some(p)),
-            Looked::Skipped => (from_database().await.map_err(ApiError::from)?, None),
+            Looked::Seen(p) => (from_database().await, Some(p)),
+            Looked::Skipped => (from_database().await, None),
         };
+        let value = value.map_err(ApiError::from)?;
+        if let Some(p) = projection {
+            ask_if_not_whole(p, &value);
+        }
         Ok((
             value,
             Freshness::new(Source::Database, Some(reason), projection, lag),
@@ -394,24 +399,15 @@ async fn read<T>(
     };
     let projection = ProjectionState::from(projected.seal);
     if projected.seal != Seal::Whole {
-        // A broken seal always means a board with keys; a missing one may be a board that
-        // does not exist, so only an answer with members asks for a rebuild.
-        let broken = projected.seal == Seal::Broken;
         if consistency == Consistency::Bounded {
-            let reason = if broken {
+            let reason = if projected.seal == Seal::Broken {
                 Reason::ProjectionBroken
             } else {
                 Reason::ProjectionMissing
             };
-            let answer = database(reason, Looked::Seen(projection)).await?;
-            if broken || has_members(&answer.0) {
-                state.rebuilds.request(&state.store, board);
-            }
-            return Ok(answer);
+            return database(reason, Looked::Seen(projection)).await;
         }
-        if broken || has_members(&projected.value) {
-            state.rebuilds.request(&state.store, board);
-        }
+        ask_if_not_whole(projection, &projected.value);
     }
     let value = projected.value;
     if accept(&value) {
