@@ -677,3 +677,83 @@ async fn a_pass_over_a_board_without_rows_asks_for_no_rebuild() {
         "a board without rows was asked to be rebuilt"
     );
 }
+
+/// Issue 35: a user erased, then back on the same board at once, and the two outbox rows
+/// projected in the other order (two projectors, or a retried batch). The return used to start
+/// again at version 1, below the old entry Redis still held, so it was refused as stale, and
+/// the erasure then took the member out: Redis without a member PostgreSQL has, under a seal
+/// that still counted right, so no read saw it. Checked before any reconciler pass.
+#[tokio::test]
+async fn a_user_back_right_after_its_erasure_stays_in_redis_whatever_the_projection_order() {
+    let env = seeded().await;
+    run(
+        &env,
+        Uuid::new_v4(),
+        Action::Erase { user: user("x") },
+        "GDPR art. 17",
+    )
+    .await;
+    let (score, version) = add(&env, "b", "x", 7).await;
+    assert_eq!(score, 7);
+
+    // The pending rows of board b, newest first: the return, then the erasure.
+    let client = env.database().client().await.expect("client");
+    let rows = client
+        .query(
+            "SELECT id, event_id, board_id, user_id, absolute_score, score_version, tie,
+                    metadata::text, moderation
+             FROM leaderboard_outbox
+             WHERE board_id = 'b' AND published_at IS NULL ORDER BY id DESC",
+            &[],
+        )
+        .await
+        .expect("pending rows");
+    assert_eq!(rows.len(), 2, "the erasure's row and the return's");
+    let entries: Vec<ProjectionEntry> = rows
+        .iter()
+        .map(|r| ProjectionEntry {
+            outbox_id: r.get(0),
+            event_id: EventId::from(r.get::<_, Uuid>(1)),
+            board: board(r.get(2)),
+            user_id: user(r.get(3)),
+            score: r.get(4),
+            version: r.get(5),
+            tie: r.get(6),
+            metadata: r.get(7),
+            change: match r.get::<_, Option<String>>(8).as_deref() {
+                Some("erase") => EntryChange::Erase,
+                Some("hide") => EntryChange::Hide,
+                _ => EntryChange::Place,
+            },
+        })
+        .collect();
+    assert_eq!(entries[1].change, EntryChange::Erase);
+    assert!(
+        entries[0].version > entries[1].version,
+        "the return's version {} must outrank the erasure's {}",
+        entries[0].version,
+        entries[1].version
+    );
+    // One row per batch, the return's first.
+    for e in &entries {
+        apply_batch(&env.store(), std::slice::from_ref(e), Duration::from_secs(60))
+            .await
+            .expect("apply");
+    }
+    client
+        .execute(
+            "UPDATE leaderboard_outbox SET published_at = now() WHERE board_id = 'b'",
+            &[],
+        )
+        .await
+        .expect("publish");
+
+    // Before any pass: Redis holds x at its new entry, and both paths agree.
+    let seen = read::member(&env.store(), &board("b"), order("b"), RankMode::Ordinal, &user("x"))
+        .await
+        .expect("projection read");
+    assert_eq!(seen.seal, Seal::Whole);
+    let standing = seen.value.0.expect("x is in Redis");
+    assert_eq!((standing.entry.score, standing.version), (7, version));
+    both_paths(&env, "b", &["a", "c", "bo", "d", "x"]).await;
+}

@@ -20,7 +20,8 @@
 -- outbox row asks the projection to hide it ('hide': a tombstone at its version); an entry
 -- hidden or not keeps its flag on update (a ban or an unban changes it, under a table lock). A
 -- new entry continues the version of a removed one (removed_entries), so it outranks the
--- removal's tombstone in Redis. best.sql and latest.sql do the same.
+-- removal's tombstone in Redis, and starts above the board's last erasure
+-- (erased_version_floors, V12), so a returning user outranks the erasure's row. best.sql and latest.sql do the same.
 -- Concurrent arrivals of one new event id: the later one's insert into score_events raises
 -- unique_violation on score_events_pkey, which aborts its whole statement; the caller retries.
 WITH prior AS (
@@ -44,8 +45,11 @@ go AS (
 ),
 upserted AS (
     INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
-    SELECT go.board_id, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
-                                     WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
+    SELECT go.board_id, $3, $4, 1 + greatest(
+               coalesce((SELECT r.version FROM removed_entries r
+                         WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
+               coalesce((SELECT f.version FROM erased_version_floors f
+                         WHERE f.board_id = go.board_id), 0)),
            tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
     FROM go
     WHERE $4 BETWEEN $8 AND $9

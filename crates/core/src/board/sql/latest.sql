@@ -31,8 +31,11 @@ go AS (
 ),
 upserted AS (
     INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
-    SELECT go.board_id, $3, $4, 1 + coalesce((SELECT r.version FROM removed_entries r
-                                     WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
+    SELECT go.board_id, $3, $4, 1 + greatest(
+               coalesce((SELECT r.version FROM removed_entries r
+                         WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
+               coalesce((SELECT f.version FROM erased_version_floors f
+                         WHERE f.board_id = go.board_id), 0)),
            tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
     FROM go
     ON CONFLICT (board_id, user_id) DO UPDATE

@@ -15,7 +15,8 @@
 -- Then one outbox row per board where the user had an entry or a tombstone asks the
 -- projection to take out every trace ('erase': member, version, metadata, distinct score,
 -- tombstone); its user_id, the only copy of the id left, is overwritten when it is published
--- (outbox/publish.sql). Event markers (:e:<event id>) hold no user id.
+-- (outbox/publish.sql). Event markers (:e:<event id>) hold no user id. Each such board's
+-- erased_version_floors row (V12, naming no user) rises to the erasure's version.
 -- $1 user id, $2 pseudonym, $3 this action's id (its own audit row already holds $2).
 WITH entries AS (
     DELETE FROM user_scores WHERE user_id = $1
@@ -58,6 +59,13 @@ erase AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
     SELECT gen_random_uuid(), board_id, $1, 0, version + 1, 0, NULL, 'erase' FROM boards
+),
+-- A new entry on these boards starts above the erasure's version (V12): should the user come
+-- back, its entry outranks the erasure's row in Redis whichever is projected first.
+floors AS (
+    INSERT INTO erased_version_floors AS f (board_id, version)
+    SELECT board_id, version + 1 FROM boards
+    ON CONFLICT (board_id) DO UPDATE SET version = greatest(f.version, EXCLUDED.version)
 )
 SELECT (SELECT count(*) FROM entries) AS entries,
        (SELECT count(*) FROM tombstones) AS removed_entries,
