@@ -110,3 +110,61 @@ async fn an_ask_that_comes_while_the_board_is_rebuilt_is_served_after_it() {
         .expect("SCARD");
     assert_eq!(left, 0);
 }
+
+/// Issue 35: a board whose distinct scores (`:d`) no longer match the seal's `dcard` serves
+/// every dense read from PostgreSQL, and each such read asks for a rebuild. The request check
+/// judged the seal without `dcard`, found the board whole and declined the request, so the
+/// board stayed broken for dense reads for ever. Now it is not whole, and the request is served.
+#[tokio::test]
+async fn a_board_with_wrong_distinct_scores_is_not_whole_and_its_request_is_served() {
+    let env = TestEnv::new(|_| {}).await;
+    env.seed("b", 50, 50).await;
+    drain(&env).await;
+    let board = BoardId::parse("b").expect("board");
+    let store = env.store();
+    ledgerboard_reconciler::rebuild::rebuild(
+        &env.database(),
+        &store,
+        &env.settings,
+        &board,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("rebuild");
+    assert_eq!(
+        read::board_seal(&store, &board).await.expect("seal"),
+        Seal::Whole
+    );
+    // A distinct score added by hand: members, versions and metadata still match the seal.
+    let mut conn = store.connection().await.expect("redis");
+    let _: i64 = redis::cmd("ZADD")
+        .arg(store.keys().distinct(&board))
+        .arg(123_456_789)
+        .arg("123456789")
+        .query_async(&mut conn)
+        .await
+        .expect("ZADD :d");
+    assert_eq!(
+        read::board_seal(&store, &board).await.expect("seal"),
+        Seal::Broken,
+        "a seal whose dcard disagrees with :d is not whole"
+    );
+    request_rebuild(&store, &board).await.expect("ask");
+    let settings = env.settings.narrow::<Sections>();
+    let served = Requests::default()
+        .serve(&env.database(), &store, &settings)
+        .await
+        .expect("serve");
+    assert_eq!(served, 1, "the request was declined as whole");
+    assert_eq!(
+        read::board_seal(&store, &board).await.expect("seal"),
+        Seal::Whole
+    );
+    let distinct: Option<f64> = redis::cmd("ZSCORE")
+        .arg(store.keys().distinct(&board))
+        .arg("123456789")
+        .query_async(&mut conn)
+        .await
+        .expect("ZSCORE :d");
+    assert_eq!(distinct, None, "the rebuild counted the distinct scores afresh");
+}

@@ -80,13 +80,36 @@ pub fn seal((card, zcard, hlen, xcard, xlen): SealCounts) -> Seal {
 }
 
 /// The board's seal alone (the reconciler's walk asks, so that boards nobody reads or writes
-/// are rebuilt too).
+/// are rebuilt too; so do the reconciler's rebuild requests, the console and a read that falls
+/// back for lag). Whole only if every count the seal holds matches, the distinct scores too
+/// (`dcard`, where the seal has it): a board whose `:d` is wrong serves every dense read from
+/// PostgreSQL, so it is not whole, and a dense read's request to rebuild it must be served,
+/// not declined as whole. A seal written before `dcard` existed is judged without it, as a
+/// dense read judges it until a rebuild counts the distinct scores.
 pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadModelError> {
     let mut conn = store.connection().await?;
     let mut pipe = redis::pipe();
-    with_seal(&mut pipe, store.keys(), board);
-    let counts: SealCounts = pipe.query_async(&mut conn).await?;
-    Ok(seal(counts))
+    let keys = store.keys();
+    with_seal(&mut pipe, keys, board);
+    pipe.cmd("HGET")
+        .arg(keys.meta(board))
+        .arg("dcard")
+        .cmd("ZCARD")
+        .arg(keys.distinct(board));
+    let (card, zcard, hlen, xcard, xlen, dcard, dzcard): (
+        Option<String>,
+        u64,
+        u64,
+        Option<String>,
+        u64,
+        Option<String>,
+        u64,
+    ) = pipe.query_async(&mut conn).await?;
+    let s = seal((card, zcard, hlen, xcard, xlen));
+    if s == Seal::Whole && dcard.is_some_and(|d| d.parse::<u64>().ok() != Some(dzcard)) {
+        return Ok(Seal::Broken);
+    }
+    Ok(s)
 }
 
 /// The board's order as its seal states it (`order`, written by the rebuild's switch), for a
