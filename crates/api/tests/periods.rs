@@ -399,6 +399,60 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     .expect("archive");
     assert_eq!((again.archived, again.dropped), (0, 0), "archived once");
 
+    // Issue 35: the archived period's keys stay dropped. A rebuild asked by hand is refused, and
+    // a ban and an unban of a user with an entry on it write no row for it (projected, such a
+    // row wrote its keys back, and nothing dropped them again).
+    let refused = ledgerboard_reconciler::rebuild::rebuild(
+        &env.database(),
+        &store,
+        &env.settings,
+        &old_board,
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ledgerboard_reconciler::rebuild::RebuildError::Archived(_))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(existing().await, 0, "the refused rebuild wrote no key");
+    let rows_of_old = async || -> i64 {
+        env.db
+            .client()
+            .await
+            .query_one(
+                "SELECT count(*) FROM leaderboard_outbox WHERE board_id = $1",
+                &[&old_board.as_str()],
+            )
+            .await
+            .expect("rows")
+            .get(0)
+    };
+    let rows_before = rows_of_old().await;
+    for action in ["ban", "unban"] {
+        let (status, done) = send(
+            &app,
+            admin(Request::post("/v1/moderation"))
+                .body(Body::from(
+                    json!({"action_id": uuid::Uuid::new_v4().to_string(), "action": action,
+                           "user_id": "alice", "reason": "test"})
+                    .to_string(),
+                ))
+                .expect("request"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{done}");
+        assert_eq!(
+            rows_of_old().await,
+            rows_before,
+            "{action} wrote a row for the archived period: {done}"
+        );
+        assert!(env.wait_drained(Duration::from_secs(10)).await);
+        assert_eq!(existing().await, 0, "{action} wrote the archived period's keys back");
+    }
+
     // A removal names the period the entry is removed from (the board holds none itself).
     let removal = |period: &str| {
         admin(Request::post("/v1/moderation"))

@@ -43,6 +43,10 @@ pub struct RebuildReport {
 pub enum RebuildError {
     #[error("the reconciler lock stayed taken for {0:?}: a pass or another rebuild is running")]
     Busy(Duration),
+    /// An archived period is read from PostgreSQL alone and its keys are dropped: a rebuild
+    /// would write them back, and nothing would drop them again.
+    #[error("{0} is an archived period: it is read from PostgreSQL, and its Redis keys stay dropped")]
+    Archived(String),
     #[error(transparent)]
     Pass(#[from] PassError),
 }
@@ -79,7 +83,13 @@ pub async fn rebuild<D: Holds<Sections>>(
 ) -> Result<RebuildReport, RebuildError> {
     let settings: &Settings = &settings.narrow();
     let held = acquire(store, settings, wait).await?;
-    let result = build_and_switch(db, store, settings, board, &held).await;
+    // Asked under the lock: the keys of archived periods are dropped under it too
+    // (periods.rs), so no archive can slip in between the check and the build.
+    let result = match ledgerboard_core::board::periods::is_archived(db, board).await {
+        Ok(true) => Err(RebuildError::Archived(board.to_string())),
+        Ok(false) => build_and_switch(db, store, settings, board, &held).await,
+        Err(e) => Err(PassError::from(e).into()),
+    };
     held.release().await;
     result
 }

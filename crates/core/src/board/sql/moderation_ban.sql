@@ -20,6 +20,9 @@ outbox AS (
         (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
     SELECT gen_random_uuid(), board_id, user_id, score, version, tie, metadata, 'hide'
     FROM hidden
+    -- An archived period is read from PostgreSQL alone and its keys are dropped (or about to
+    -- be): a row for it would write them back, and nothing would drop them again.
+    WHERE NOT lb_period_archived(board_id)
 )
 SELECT EXISTS (SELECT 1 FROM banned) AS changed, count(*) AS entries,
        coalesce(array_agg(board_id ORDER BY board_id) FILTER (WHERE board_id IS NOT NULL),

@@ -59,6 +59,9 @@ erase AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
     SELECT gen_random_uuid(), board_id, $1, 0, version + 1, 0, NULL, 'erase' FROM boards
+    -- Not for an archived period: its keys are dropped (the user's id goes with them once the
+    -- grace after the archive is over), and a row would write them back.
+    WHERE NOT lb_period_archived(board_id)
 ),
 -- A new entry on these boards starts above the erasure's version (V12): should the user come
 -- back, its entry outranks the erasure's row in Redis whichever is projected first.

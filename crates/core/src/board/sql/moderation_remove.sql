@@ -19,6 +19,9 @@ outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
     SELECT gen_random_uuid(), board_id, user_id, score, version, tie, NULL, 'hide' FROM gone
+    -- Not for an archived period: its keys are dropped, and a row would write them back
+    -- (moderation_ban.sql).
+    WHERE NOT lb_period_archived(board_id)
 )
 SELECT count(*) AS entries, max(score) AS score, max(version) AS version,
        coalesce(bool_or(hidden), false) AS was_hidden

@@ -17,6 +17,9 @@ outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, score_version, tie, metadata)
     SELECT gen_random_uuid(), board_id, user_id, score, version, tie, metadata FROM shown
+    -- Not for an archived period: its keys are dropped, and a row would write them back
+    -- (moderation_ban.sql).
+    WHERE NOT lb_period_archived(board_id)
 )
 SELECT EXISTS (SELECT 1 FROM unbanned) AS changed, count(*) AS entries,
        coalesce(array_agg(board_id ORDER BY board_id) FILTER (WHERE board_id IS NOT NULL),
