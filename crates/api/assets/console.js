@@ -19,7 +19,7 @@
       const seal = document.getElementById("seal");
       if (seal && now.projection) {
         seal.textContent = now.projection;
-        seal.className = "seal seal-" + now.projection;
+        seal.className = "seal seal-" + now.projection_class;
       }
       facts.dataset.updated = String(Date.now());
     } catch (_) {

@@ -64,7 +64,7 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
         .merge(reads)
-        .merge(console::routes())
+        .merge(console::routes(state.clone()))
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(
             "/openapi.json",
             <openapi::ApiDoc as utoipa::OpenApi>::openapi(),

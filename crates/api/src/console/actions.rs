@@ -1,9 +1,10 @@
-//! The console's actions (POST forms): each checks the session and its CSRF token, runs the
-//! api's, `lbctl`'s or the reconciler's own code, audits what it did, and redirects (303) to a
-//! page with a notice, so that a reload never repeats it.
+//! The console's actions (POST forms): each has its session from the route layer
+//! (`guard.rs`), checks its CSRF token, runs the api's, `lbctl`'s or the reconciler's own
+//! code, audits what it did, and redirects (303) to a page with a notice, so that a reload
+//! never repeats it.
 
 use axum::Form;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use ledgerboard_core::db::{history, outbox};
@@ -12,7 +13,9 @@ use ledgerboard_core::projection::generation::{self, RequestKind};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::guard::{ConsoleForm, ConsolePath};
 use super::session::{self, Session};
+use super::unanswered;
 use super::views::LoginPage;
 use super::{ConsoleError, render};
 use crate::error::ApiError;
@@ -88,10 +91,10 @@ pub async fn logout(
     req: Request,
 ) -> Result<Response, ConsoleError> {
     let secure = session::over_tls(&state, &req);
+    // Outside the session layer (a session that lost its admin scope still ends), so the
+    // session is checked here, before the form is read.
     let session = session::session(&state, &headers)?;
-    let Form(form) = Form::<CsrfOnly>::from_request(req, &state)
-        .await
-        .map_err(|e| ApiError::MalformedBody(e.body_text()))?;
+    let ConsoleForm(form) = ConsoleForm::<CsrfOnly>::from_request(req, &state).await?;
     session::check_action(&session, &headers, &form.csrf)?;
     Ok((
         [(header::SET_COOKIE, session::end(secure))],
@@ -115,10 +118,11 @@ pub struct DefineForm {
 /// Declares a board: the definition `PUT /v1/boards/{board}` would (`routes::boards::define`).
 pub async fn define(
     State(state): State<AppState>,
+    session: Session,
     headers: HeaderMap,
-    Form(form): Form<DefineForm>,
+    ConsoleForm(form): ConsoleForm<DefineForm>,
 ) -> Result<Response, ConsoleError> {
-    let session = acting(&state, &headers, &form.csrf)?;
+    session::check_action(&session, &headers, &form.csrf)?;
     let board = BoardId::parse(form.board.trim()).map_err(ApiError::from)?;
     let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let body = DefinitionBody {
@@ -133,7 +137,9 @@ pub async fn define(
         reset: given(form.reset),
         time_zone: given(form.time_zone),
     };
-    let defined = crate::routes::boards::define(&state, &board, &body).await?;
+    let defined = crate::routes::boards::define(&state, &board, &body)
+        .await
+        .map_err(unanswered::api_in_postgres)?;
     let d = &defined.definition;
     audit(
         &state,
@@ -169,12 +175,14 @@ pub struct RebuildForm {
 /// within its request poll, as it serves the requests reads send.
 pub async fn rebuild(
     State(state): State<AppState>,
+    session: Session,
     headers: HeaderMap,
-    Path(board): Path<String>,
-    Form(form): Form<RebuildForm>,
+    ConsolePath(board): ConsolePath<String>,
+    ConsoleForm(form): ConsoleForm<RebuildForm>,
 ) -> Result<Response, ConsoleError> {
     ask_reconciler(
         &state,
+        &session,
         &headers,
         &board,
         &form,
@@ -189,12 +197,14 @@ pub async fn rebuild(
 /// and records its report (the drift history, the board's last reconcile result).
 pub async fn check(
     State(state): State<AppState>,
+    session: Session,
     headers: HeaderMap,
-    Path(board): Path<String>,
-    Form(form): Form<RebuildForm>,
+    ConsolePath(board): ConsolePath<String>,
+    ConsoleForm(form): ConsoleForm<RebuildForm>,
 ) -> Result<Response, ConsoleError> {
     ask_reconciler(
         &state,
+        &session,
         &headers,
         &board,
         &form,
@@ -207,8 +217,10 @@ pub async fn check(
 
 /// A request of `kind` for the form's board, audited as `action`; the notice names the board
 /// where it says `{target}`.
+#[allow(clippy::too_many_arguments)] // each is one fact of the request; a struct would only rename them
 async fn ask_reconciler(
     state: &AppState,
+    session: &Session,
     headers: &HeaderMap,
     board: &str,
     form: &RebuildForm,
@@ -216,11 +228,11 @@ async fn ask_reconciler(
     action: &str,
     notice: &str,
 ) -> Result<Response, ConsoleError> {
-    let session = acting(state, headers, &form.csrf)?;
+    session::check_action(session, headers, &form.csrf)?;
     let target = own_target(board, &form.target)?;
     generation::request(&state.store, kind, &target)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(unanswered::page_in_redis)?;
     audit(
         state,
         session.actor(),
@@ -252,9 +264,15 @@ fn own_target(board: &str, target: &str) -> Result<BoardId, ApiError> {
 /// --id …` takes them.
 pub async fn requeue(
     State(state): State<AppState>,
+    session: Session,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ConsoleError> {
+    // The body's own error (axum's wording) is not the operator's business.
+    let body = body.map_err(|r| match ApiError::from(r) {
+        ApiError::PayloadTooLarge => ApiError::PayloadTooLarge,
+        _ => ApiError::MalformedBody("the form could not be read: send it again".into()),
+    })?;
     let mut csrf = String::new();
     let mut ids = Vec::new();
     for (key, value) in form_pairs(&body) {
@@ -268,13 +286,13 @@ pub async fn requeue(
             _ => {}
         }
     }
-    let session = acting(&state, &headers, &csrf)?;
+    session::check_action(&session, &headers, &csrf)?;
     if ids.is_empty() {
         return Ok(done("/console/parked", "No row was selected."));
     }
     let requeued = outbox::requeue_parked(&state.db, Some(&ids), None)
         .await
-        .map_err(ApiError::from)?;
+        .map_err(unanswered::page_in_postgres)?;
     state.db.wake_projectors();
     audit(
         &state,
@@ -311,10 +329,11 @@ pub struct ModerateForm {
 /// command, and the redirect after it keeps a reload from sending it twice.
 pub async fn moderate(
     State(state): State<AppState>,
+    session: Session,
     headers: HeaderMap,
-    Form(form): Form<ModerateForm>,
+    ConsoleForm(form): ConsoleForm<ModerateForm>,
 ) -> Result<Response, ConsoleError> {
-    let session = acting(&state, &headers, &form.csrf)?;
+    session::check_action(&session, &headers, &form.csrf)?;
     let board = form
         .board
         .map(|b| b.trim().to_owned())
@@ -336,18 +355,13 @@ pub async fn moderate(
         period,
         reason: form.reason,
     };
-    let done_ = crate::routes::moderation::moderate(&state, &session.identity, body).await?;
+    let done_ = crate::routes::moderation::moderate(&state, &session.identity, body)
+        .await
+        .map_err(unanswered::api_in_postgres)?;
     Ok(done(
         "/console/moderation",
         &format!("{} of {user} applied: {}.", done_.action, done_.result),
     ))
-}
-
-/// The session of an action, with its CSRF token and origin checked.
-fn acting(state: &AppState, headers: &HeaderMap, csrf: &str) -> Result<Session, ConsoleError> {
-    let session = session::session(state, headers)?;
-    session::check_action(&session, headers, csrf)?;
-    Ok(session)
 }
 
 /// The audit row of an action that moderation's own audit does not hold. The action has

@@ -15,8 +15,13 @@
 //! without the admin scope (`session.rs`) and audited in `operator_actions` (V11).
 
 mod actions;
+mod drift;
+mod guard;
 mod pages;
+mod records;
 mod session;
+mod unanswered;
+mod verdict;
 mod views;
 
 use axum::Router;
@@ -29,12 +34,14 @@ use axum::routing::{get, post};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The console's routes; the caller adds the api's guard, limits and state.
-pub fn routes() -> Router<AppState> {
-    Router::new()
+/// The console's routes; the caller adds the api's guard, limits and state. Every route but
+/// the login page, logout and the assets is behind the session check (`guard.rs`), which runs
+/// before any handler reads the request: a request without a session is sent to the login
+/// page whatever its form holds. Logout stays outside: a session whose token lost the admin
+/// scope must still be able to end (it checks the session itself).
+pub fn routes(state: AppState) -> Router<AppState> {
+    let signed_in = Router::new()
         .route("/console", get(pages::boards).post(actions::define))
-        .route("/console/login", get(pages::login).post(actions::login))
-        .route("/console/logout", post(actions::logout))
         .route("/console/boards/{board}", get(pages::board))
         .route(
             "/console/boards/{board}/freshness",
@@ -42,15 +49,23 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/console/boards/{board}/rebuild", post(actions::rebuild))
         .route("/console/boards/{board}/check", post(actions::check))
-        .route("/console/drift", get(pages::drift))
-        .route("/console/parked", get(pages::parked))
+        .route("/console/drift", get(drift::drift))
+        .route("/console/parked", get(records::parked))
         .route("/console/parked/requeue", post(actions::requeue))
         .route(
             "/console/moderation",
-            get(pages::moderation).post(actions::moderate),
+            get(records::moderation).post(actions::moderate),
         )
+        .route_layer(middleware::from_fn_with_state(
+            state,
+            guard::require_session,
+        ));
+    Router::new()
+        .route("/console/login", get(pages::login).post(actions::login))
+        .route("/console/logout", post(actions::logout))
         .route("/console/assets/console.css", get(stylesheet))
         .route("/console/assets/console.js", get(script))
+        .merge(signed_in)
         .layer(middleware::from_fn(secure_headers))
 }
 
@@ -107,10 +122,12 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// How a console request fails: to the login page without a session, else an error page with
-/// the api's status, stable code and message.
+/// How a console request fails: to the login page without a session; an error page saying
+/// which store did not answer (503); else an error page with the api's status, stable code
+/// and message (the api's own wording, never a library's).
 pub enum ConsoleError {
     Login,
+    Unanswered(&'static str),
     Api(ApiError),
 }
 
@@ -133,6 +150,17 @@ impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         match self {
             ConsoleError::Login => Redirect::to("/console/login").into_response(),
+            ConsoleError::Unanswered(why) => {
+                let status = StatusCode::SERVICE_UNAVAILABLE;
+                let page = views::ErrorPage {
+                    status: status.as_u16(),
+                    code: "unavailable",
+                    message: format!(
+                        "{why}: this page cannot be shown until it does; retry later."
+                    ),
+                };
+                (status, [(header::RETRY_AFTER, "1")], render(&page)).into_response()
+            }
             ConsoleError::Api(e) => {
                 if let ApiError::Internal(detail) = &e {
                     tracing::error!(error = %detail, "console request failed");

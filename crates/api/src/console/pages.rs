@@ -1,44 +1,42 @@
-//! The console's pages (GET): each reads what it shows through the same functions the api's
-//! reads, the reconciler and `lbctl` use, from the read pool (a slow page never takes a
-//! command's connection), within the api's request bound.
-
-use std::collections::HashMap;
+//! The console's board pages (GET): the boards list and a board's page. Each reads what it
+//! shows through the same functions the api's reads, the reconciler and `lbctl` use, from the
+//! read pool (a slow page never takes a command's connection), within the api's request
+//! bound.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::{moderation, periods};
-use ledgerboard_core::db::{self, history, outbox, source};
+use ledgerboard_core::db::{self, source};
 use ledgerboard_core::definition::{BoardDefinition, Reset};
 use ledgerboard_core::domain::{BoardId, UserId};
 use ledgerboard_core::projection::classify::{Classification, verdict};
 use ledgerboard_core::projection::inspect::{self, Observed};
-use ledgerboard_core::projection::{Seal, read};
+use ledgerboard_core::projection::{ReadModelError, Seal, read};
 use ledgerboard_core::ranking::RankMode;
-use ledgerboard_core::telemetry::metrics::Label;
 use serde::Deserialize;
-use serde_json::Value;
 
+use super::drift::last_passes;
+use super::guard::{ConsolePath, ConsoleQuery};
 use super::session::{self, Session};
+use super::unanswered;
+use super::verdict::{Verdict, explain};
 use super::views::*;
 use super::{ConsoleError, render};
 use crate::error::ApiError;
 use crate::freshness::ProjectionState;
-use crate::routes::reads::{Target, period_board};
+use crate::routes::target::{PeriodsRead, Target, period_board};
 use crate::state::AppState;
 
 /// Boards per page of the boards list, and entries per board page: each board on the list
 /// costs a few queries, so the page stays small.
 const BOARDS_PER_PAGE: usize = 50;
 const ENTRIES_SHOWN: u64 = 20;
-const PASSES_SHOWN: i64 = 50;
-const PARKED_SHOWN: usize = 200;
-const AUDIT_SHOWN: i64 = 100;
 
 #[derive(Deserialize, Default)]
 pub struct Notice {
-    notice: Option<String>,
+    pub(super) notice: Option<String>,
 }
 
 pub(super) fn chrome(session: &Session, nav: &'static str, notice: Option<String>) -> Chrome {
@@ -68,10 +66,9 @@ pub struct BoardsQuery {
 
 pub async fn boards(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<BoardsQuery>,
+    session: Session,
+    ConsoleQuery(q): ConsoleQuery<BoardsQuery>,
 ) -> Result<Response, ConsoleError> {
-    let session = session::session(&state, &headers)?;
     let after = q
         .after
         .as_deref()
@@ -82,7 +79,7 @@ pub async fn boards(
     let defs =
         ledgerboard_core::board::definitions::list(&state.read_db, after.as_ref(), BOARDS_PER_PAGE)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(unanswered::page_in_postgres)?;
     let mut targets = Vec::with_capacity(defs.len());
     for def in &defs {
         targets.push(period_board(&state, def.board.clone(), None).await?);
@@ -101,28 +98,28 @@ pub async fn boards(
             1,
         )
         .await
-        .map(|p| p.total.to_string())
-        .unwrap_or_else(|e| format!("unknown ({e})"));
+        .map_or_else(
+            |e| unanswered::unknown(unanswered::postgres(&e)),
+            |p| p.total.to_string(),
+        );
         let seal = read::board_seal(&state.store, &target.board).await;
+        let lag = lag.map_err(|e| unanswered::unknown(unanswered::postgres(&e)));
         rows.push(BoardRow {
             board: def.board.to_string(),
             display_name: def.display_name.clone(),
             definition: describe(def),
-            period: target
-                .period
-                .clone()
-                .unwrap_or_else(|| "never resets".into()),
+            period: period_name(target),
             entries,
             lag: lag
                 .as_ref()
-                .map_or_else(|e| format!("unknown ({e})"), |l| format!("{} ms", l.lag_ms)),
+                .map_or_else(Clone::clone, |l| format!("{} ms", l.lag_ms)),
             pending: lag
                 .as_ref()
-                .map_or_else(|_| "unknown".into(), |l| l.pending.to_string()),
+                .map_or_else(Clone::clone, |l| l.pending.to_string()),
             parked: lag
                 .as_ref()
-                .map_or_else(|_| "unknown".into(), |l| l.parked.to_string()),
-            projection: seal_name(seal.as_ref().ok()),
+                .map_or_else(Clone::clone, |l| l.parked.to_string()),
+            projection: seal_view(&seal),
             last_pass: last
                 .get(target.board.as_str())
                 .cloned()
@@ -139,6 +136,20 @@ pub async fn boards(
     }))
 }
 
+/// The period commands land in, as far as PostgreSQL said: a board whose periods it could not
+/// state is not shown as one that never resets.
+fn period_name(target: &Target) -> String {
+    let name = target
+        .period
+        .clone()
+        .unwrap_or_else(|| "never resets".into());
+    match target.periods {
+        PeriodsRead::Read => name,
+        PeriodsRead::LastKnown => format!("{name} (as last read: {})", unanswered::POSTGRES),
+        PeriodsRead::Unknown => unanswered::unknown(unanswered::POSTGRES),
+    }
+}
+
 #[derive(Deserialize)]
 pub struct BoardQuery {
     user: Option<String>,
@@ -147,17 +158,16 @@ pub struct BoardQuery {
 
 pub async fn board(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(board): Path<String>,
-    Query(q): Query<BoardQuery>,
+    session: Session,
+    ConsolePath(board): ConsolePath<String>,
+    ConsoleQuery(q): ConsoleQuery<BoardQuery>,
 ) -> Result<Response, ConsoleError> {
-    let session = session::session(&state, &headers)?;
     let board = BoardId::parse(&board).map_err(ApiError::from)?;
     let def = state
         .definitions
         .get(&state.read_db, &board)
         .await
-        .map_err(ApiError::from)?;
+        .map_err(unanswered::page_in_postgres)?;
     let target = period_board(&state, board.clone(), None).await?;
     let order = def.order();
     let t = &target.board;
@@ -173,41 +183,54 @@ pub async fn board(
         ENTRIES_SHOWN,
     )
     .await
-    .map_err(ApiError::from)?;
+    .map_err(unanswered::page_in_postgres)?;
     let users: Vec<String> = page.entries.iter().map(|e| e.user_id.clone()).collect();
     let judged = judge(&state, t, &users).await?;
     let rows = page
         .entries
         .iter()
         .zip(&judged)
-        .map(|(e, (version, seen, class))| MemberRow {
-            rank: e.rank.to_string(),
-            user_id: e.user_id.clone(),
-            source_score: e.score.to_string(),
-            source_version: version.map_or_else(|| "—".into(), |v| v.to_string()),
-            redis_score: seen
-                .score
-                .map_or_else(|| "absent".into(), |s| format!("{s:.0}")),
-            redis_version: seen.version.clone().unwrap_or_else(|| "absent".into()),
-            verdict: class.map_or("changed", Classification::as_str),
+        .map(|(e, j)| {
+            let (redis_score, redis_version) = match &j.seen {
+                Ok(seen) => (
+                    seen.score
+                        .map_or_else(|| "absent".into(), |s| format!("{s:.0}")),
+                    seen.version.clone().unwrap_or_else(|| "absent".into()),
+                ),
+                Err(why) => ((*why).to_owned(), (*why).to_owned()),
+            };
+            MemberRow {
+                rank: e.rank.to_string(),
+                user_id: e.user_id.clone(),
+                source_score: e.score.to_string(),
+                source_version: j.version.map_or_else(|| "—".into(), |v| v.to_string()),
+                redis_score,
+                redis_version,
+                verdict: j.verdict.text("changed"),
+                verdict_class: j.verdict.class("changed"),
+            }
         })
         .collect();
-    let (projected, projected_seal) =
-        match read::top(&state.store, t, order, RankMode::Ordinal, 0, ENTRIES_SHOWN).await {
-            Ok(p) => (
-                p.value
-                    .entries
-                    .into_iter()
-                    .map(|e| ProjectedRow {
-                        rank: e.rank,
-                        user_id: e.user_id,
-                        score: e.score,
-                    })
-                    .collect(),
-                seal_name(Some(&p.seal)),
-            ),
-            Err(_) => (Vec::new(), "unreadable"),
-        };
+    let projected = read::top(&state.store, t, order, RankMode::Ordinal, 0, ENTRIES_SHOWN).await;
+    let (projected, projected_unread, projected_seal) = match projected {
+        Ok(p) => (
+            p.value
+                .entries
+                .into_iter()
+                .map(|e| ProjectedRow {
+                    rank: e.rank,
+                    user_id: e.user_id,
+                    score: e.score,
+                })
+                .collect(),
+            None,
+            seal_view(&Ok(p.seal)),
+        ),
+        Err(e) => {
+            let seal = seal_view(&Err(e));
+            (Vec::new(), Some(seal.text.clone()), seal)
+        }
+    };
     let query_user = q.user.clone().unwrap_or_default();
     let user = match q.user.as_deref().filter(|u| !u.is_empty()) {
         Some(raw) => Some(user_view(&state, t, &def, raw).await?),
@@ -228,6 +251,7 @@ pub async fn board(
         entries: page.total,
         rows,
         projected,
+        projected_unread,
         projected_seal,
         query_user,
         user,
@@ -238,10 +262,9 @@ pub async fn board(
 /// The figures the page's script refreshes (`assets/console.js`).
 pub async fn board_freshness(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(board): Path<String>,
+    _: Session,
+    ConsolePath(board): ConsolePath<String>,
 ) -> Result<Response, ConsoleError> {
-    session::session(&state, &headers)?;
     let board = BoardId::parse(&board).map_err(ApiError::from)?;
     let target = period_board(&state, board, None).await?;
     let f = freshness(&state, &target).await;
@@ -250,7 +273,8 @@ pub async fn board_freshness(
         "pending": f.pending,
         "parked": f.parked,
         "projected_through": f.projected_through,
-        "projection": f.projection,
+        "projection": f.projection.text,
+        "projection_class": f.projection.class,
     }))
     .into_response())
 }
@@ -258,50 +282,74 @@ pub async fn board_freshness(
 async fn freshness(state: &AppState, target: &Target) -> Freshness {
     let lag = db::reads::lag(&state.read_db, &target.board).await;
     let seal = read::board_seal(&state.store, &target.board).await;
+    let projection = seal_view(&seal);
     // A figure that cannot be measured says so: never a zero that looks fresh.
-    let unknown = |e: &dyn std::fmt::Display| format!("unknown ({e})");
     match lag {
         Ok(l) => Freshness {
             lag_ms: format!("{} ms", l.lag_ms),
             pending: format!("{}{}", l.pending, if l.capped() { "+" } else { "" }),
             parked: l.parked.to_string(),
             projected_through: l.projected_through.to_string(),
-            projection: seal_name(seal.as_ref().ok()),
+            projection,
         },
-        Err(e) => Freshness {
-            lag_ms: unknown(&e),
-            pending: unknown(&e),
-            parked: unknown(&e),
-            projected_through: unknown(&e),
-            projection: seal_name(seal.as_ref().ok()),
-        },
+        Err(e) => {
+            let unknown = unanswered::unknown(unanswered::postgres(&e));
+            Freshness {
+                lag_ms: unknown.clone(),
+                pending: unknown.clone(),
+                parked: unknown.clone(),
+                projected_through: unknown,
+                projection,
+            }
+        }
     }
 }
 
-/// For each of `users`: its source version, what Redis holds, and the reconciler's verdict
-/// (None: no visible source row any more, as the reconciler would skip it). The source is
-/// re-read after Redis, as the reconciler's pass re-reads its suspects: a command committed
-/// between the two reads shows as lagging (pending), not as drift.
+/// One member judged: its source version (None: no visible source row any more), what Redis
+/// holds (or which store did not answer), and the verdict.
+struct Judged {
+    version: Option<i64>,
+    seen: Result<Observed, &'static str>,
+    verdict: Verdict,
+}
+
+/// Each of `users` judged as the reconciler would (a member without a visible source row is
+/// skipped by it: `Nothing`, or `orphan` if Redis holds it). The source is re-read after
+/// Redis, as the reconciler's pass re-reads its suspects: a command committed between the two
+/// reads shows as lagging (pending), not as drift. Redis not answering leaves every verdict
+/// unknown: an empty observation would be judged `missing`, a false verdict.
 async fn judge(
     state: &AppState,
     board: &BoardId,
     users: &[String],
-) -> Result<Vec<(Option<i64>, Observed, Option<Classification>)>, ApiError> {
+) -> Result<Vec<Judged>, ConsoleError> {
     let seen = inspect::observe(&state.store, board, users.iter().map(String::as_str))
         .await
-        .unwrap_or_else(|_| vec![Observed::default(); users.len()]);
-    let mut fresh = source::recheck(&state.read_db, board, users).await?;
+        .map_err(|e| unanswered::redis(&e));
+    let mut fresh = source::recheck(&state.read_db, board, users)
+        .await
+        .map_err(unanswered::page_in_postgres)?;
+    let seen: Vec<Result<Observed, &'static str>> = match seen {
+        Ok(seen) => seen.into_iter().map(Ok).collect(),
+        Err(why) => vec![Err(why); users.len()],
+    };
     Ok(users
         .iter()
         .zip(seen)
-        .map(|(u, seen)| match fresh.remove(u) {
-            Some(row) => {
-                let class = verdict(&row, &seen);
-                (Some(row.row.version), seen, Some(class))
-            }
-            None => {
-                let orphan = seen.score.is_some() || seen.version.is_some();
-                (None, seen, orphan.then_some(Classification::Orphan))
+        .map(|(u, seen)| {
+            let row = fresh.remove(u);
+            let verdict = match (&row, &seen) {
+                (_, Err(why)) => Verdict::Unknown(why),
+                (Some(row), Ok(seen)) => Verdict::Class(verdict(row, seen)),
+                (None, Ok(seen)) if seen.score.is_some() || seen.version.is_some() => {
+                    Verdict::Class(Classification::Orphan)
+                }
+                (None, Ok(_)) => Verdict::Nothing,
+            };
+            Judged {
+                version: row.map(|r| r.row.version),
+                seen,
+                verdict,
             }
         })
         .collect())
@@ -312,15 +360,22 @@ async fn user_view(
     board: &BoardId,
     def: &BoardDefinition,
     raw: &str,
-) -> Result<UserView, ApiError> {
-    let user = UserId::parse(raw)?;
+) -> Result<UserView, ConsoleError> {
+    let user = UserId::parse(raw).map_err(ApiError::from)?;
     let order = def.order();
-    let (standing, _) =
-        db::reads::member(&state.read_db, board, order, RankMode::Ordinal, &user).await?;
-    let banned = moderation::is_banned(&state.read_db, &user).await?;
+    let (standing, _) = db::reads::member(&state.read_db, board, order, RankMode::Ordinal, &user)
+        .await
+        .map_err(unanswered::page_in_postgres)?;
+    let banned = moderation::is_banned(&state.read_db, &user)
+        .await
+        .map_err(unanswered::page_in_postgres)?;
     let users = [user.as_str().to_owned()];
     let judged = judge(state, board, &users).await?;
-    let (_, seen, class) = judged.into_iter().next().unwrap_or_default();
+    let (seen, verdict) = match judged.into_iter().next() {
+        Some(j) => (j.seen.ok(), j.verdict),
+        // judge answers one verdict per user asked.
+        None => (None, Verdict::Nothing),
+    };
     let projected = read::member(&state.store, board, order, RankMode::Ordinal, &user).await;
     let source = match &standing {
         Some(s) => format!(
@@ -330,76 +385,30 @@ async fn user_view(
         None if banned => "no visible entry: the user is banned".into(),
         None => "no visible entry".into(),
     };
-    let projection = match &projected {
-        Ok(p) => match &p.value.0 {
-            Some(s) => format!(
-                "rank {} with {} (version {}); projection {}",
-                s.entry.rank,
-                s.entry.score,
-                s.version,
-                seal_name(Some(&p.seal))
-            ),
-            None => format!("no entry; projection {}", seal_name(Some(&p.seal))),
-        },
-        Err(e) => format!("unreadable ({e})"),
+    let (projection, seal) = match projected {
+        Ok(p) => {
+            let seal = seal_view(&Ok(p.seal)).text;
+            let text = match &p.value.0 {
+                Some(s) => format!(
+                    "rank {} with {} (version {}); projection {seal}",
+                    s.entry.rank, s.entry.score, s.version,
+                ),
+                None => format!("no entry; projection {seal}"),
+            };
+            (text, Some(p.seal))
+        }
+        Err(e) => (unanswered::unknown(unanswered::redis(&e)), None),
     };
-    let seal = projected.as_ref().ok().map(|p| p.seal);
-    let why = explain(class, &seen, seal, banned, standing.is_some());
+    let why = explain(verdict, seen.as_ref(), seal, banned, standing.is_some());
     Ok(UserView {
         user_id: user.to_string(),
         source,
         projection,
-        verdict: class.map_or("none", Classification::as_str),
+        verdict: verdict.text("none"),
+        verdict_class: verdict.class("none"),
         why,
         banned,
     })
-}
-
-/// The answer to "why is this player's rank wrong?", from the verdict.
-fn explain(
-    class: Option<Classification>,
-    seen: &Observed,
-    seal: Option<Seal>,
-    banned: bool,
-    visible: bool,
-) -> String {
-    let seal_note = match seal {
-        Some(Seal::Whole) | None => "",
-        Some(_) => {
-            " The board's projection is not whole, so bounded reads answer from PostgreSQL and a rebuild has been asked for."
-        }
-    };
-    let text = match class {
-        Some(Classification::Current) => {
-            "Redis holds exactly PostgreSQL's score, version, tie and metadata: readers of the projection see the right rank.".to_owned()
-        }
-        Some(Classification::Lagging) => {
-            "The newest version is still pending in the outbox: the projector has yet to write it. Normal progress; reads that allow no lag answer from PostgreSQL meanwhile.".to_owned()
-        }
-        Some(Classification::Stale) => {
-            "Redis holds an older version and nothing is pending for the newer one: its outbox row was parked (see Parked rows) or lost. Requeue the row, or rebuild the board.".to_owned()
-        }
-        Some(Classification::Missing) => {
-            "Redis lacks this member (or half of it): evicted or deleted. The next reconciler pass repairs it; a rebuild does it now.".to_owned()
-        }
-        Some(Classification::Corrupt) => format!(
-            "Redis holds the same version with another score, tie or metadata (stored: {}): edited by hand. Readers of the projection see a wrong rank; rebuild the board (or let the next pass repair it).",
-            seen.version.as_deref().unwrap_or("nothing")
-        ),
-        Some(Classification::Ahead) => {
-            "Redis holds a newer version than PostgreSQL: a projection of another database, or a restored database. PostgreSQL is authoritative; rebuild the board.".to_owned()
-        }
-        Some(Classification::Orphan) if banned => {
-            "The user is banned and still in Redis: the hiding row has not been projected yet, or was parked.".to_owned()
-        }
-        Some(Classification::Orphan) => {
-            "Redis holds this member and PostgreSQL has no visible entry: removed, erased or never written. The next pass removes it; a rebuild does it now.".to_owned()
-        }
-        None if banned => "The user is banned: hidden on every board, in PostgreSQL and in Redis.".to_owned(),
-        None if visible => "The entry changed while the page was read; look again.".to_owned(),
-        None => "No entry on this board, in PostgreSQL or in Redis.".to_owned(),
-    };
-    format!("{text}{seal_note}")
 }
 
 async fn period_view(
@@ -410,10 +419,26 @@ async fn period_view(
     if matches!(def.reset, Reset::Never) {
         return None;
     }
-    let p = state.periods.get(&state.read_db, board).await.ok()??;
-    let closed = match &p.previous {
-        Some(previous) => closed_view(state, board, previous).await,
-        None => None,
+    let p = match state.periods.get(&state.read_db, board).await {
+        Ok(p) => p?,
+        // Not "no period": the section says PostgreSQL did not answer.
+        Err(e) => {
+            let unknown = unanswered::unknown(unanswered::postgres(&e));
+            return Some(PeriodView {
+                current: unknown.clone(),
+                previous: unknown.clone(),
+                ends_in: unknown,
+                closed: None,
+                closed_unread: None,
+            });
+        }
+    };
+    let (closed, closed_unread) = match &p.previous {
+        Some(previous) => match closed_view(state, board, previous).await {
+            Ok(closed) => (closed, None),
+            Err(why) => (None, Some(unanswered::unknown(why))),
+        },
+        None => (None, None),
     };
     Some(PeriodView {
         current: p.current.clone(),
@@ -423,13 +448,23 @@ async fn period_view(
             |ms| format!("{} s", ms.max(0) / 1000),
         ),
         closed,
+        closed_unread,
     })
 }
 
-async fn closed_view(state: &AppState, board: &BoardId, period: &str) -> Option<ClosedView> {
-    let closed = periods::closed(&state.read_db, board, period)
+/// The previous period's close; None when it is not closed, Err when PostgreSQL could not say
+/// whether it is.
+async fn closed_view(
+    state: &AppState,
+    board: &BoardId,
+    period: &str,
+) -> Result<Option<ClosedView>, &'static str> {
+    let Some(closed) = periods::closed(&state.read_db, board, period)
         .await
-        .ok()??;
+        .map_err(|e| unanswered::postgres(&e))?
+    else {
+        return Ok(None);
+    };
     let check = periods::verify(&state.read_db, board, period).await;
     let (check, holds) = match check {
         Ok(Some(v)) => (
@@ -452,21 +487,32 @@ async fn closed_view(state: &AppState, board: &BoardId, period: &str) -> Option<
             v.holds(),
         ),
         Ok(None) => ("not closed".into(), false),
-        Err(e) => (format!("could not be checked ({e})"), false),
+        Err(e) => (
+            format!("could not be checked: {}", unanswered::postgres(&e)),
+            false,
+        ),
     };
-    let standings = periods::standings(&state.read_db, board, period, 0, ENTRIES_SHOWN as i64)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| StandingRow {
-            position: s.position,
-            rank: s.rank,
-            user_id: s.user_id,
-            score: s.score,
-            version: s.version,
-        })
-        .collect();
-    Some(ClosedView {
+    let (standings, standings_unread) =
+        match periods::standings(&state.read_db, board, period, 0, ENTRIES_SHOWN as i64).await {
+            Ok(rows) => (
+                rows.into_iter()
+                    .map(|s| StandingRow {
+                        position: s.position,
+                        rank: s.rank,
+                        user_id: s.user_id,
+                        score: s.score,
+                        version: s.version,
+                    })
+                    .collect(),
+                None,
+            ),
+            // Not an empty table: the standings exist, PostgreSQL did not give them.
+            Err(e) => (
+                Vec::new(),
+                Some(unanswered::unknown(unanswered::postgres(&e))),
+            ),
+        };
+    Ok(Some(ClosedView {
         period: period.to_owned(),
         closed_at: closed.closed_at,
         entries: closed.entries,
@@ -474,194 +520,7 @@ async fn closed_view(state: &AppState, board: &BoardId, period: &str) -> Option<
         check,
         holds,
         standings,
-    })
-}
-
-pub async fn drift(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<Notice>,
-) -> Result<Response, ConsoleError> {
-    let session = session::session(&state, &headers)?;
-    let namespace = state.store.keys().namespace();
-    let passes = history::passes(&state.read_db, namespace, PASSES_SHOWN)
-        .await
-        .map_err(ApiError::from)?;
-    let passes = passes.iter().map(pass_row).collect();
-    Ok(render(&DriftPage {
-        chrome: chrome(&session, "drift", q.notice),
-        passes,
-    }))
-}
-
-fn pass_row(p: &history::Pass) -> PassRow {
-    let r = &p.report;
-    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let totals = r.get("totals").cloned().unwrap_or(Value::Null);
-    let classes = ["missing", "stale", "ahead", "corrupt", "orphan", "lagging"]
-        .iter()
-        .filter(|k| n(&totals, k) > 0)
-        .map(|k| format!("{k} {}", n(&totals, k)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let drift: u64 = ["missing", "stale", "ahead", "corrupt", "orphan"]
-        .iter()
-        .map(|k| n(&totals, k))
-        .sum();
-    let listed = r
-        .get("boards")
-        .and_then(Value::as_array)
-        .map(|boards| {
-            boards
-                .iter()
-                .filter_map(|b| {
-                    let summary = board_summary(b)?;
-                    Some(ListedBoard {
-                        board: b.get("board")?.as_str()?.to_owned(),
-                        summary,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let outcome = match r.get("aborted").and_then(Value::as_str) {
-        Some(why) => format!("stopped early: {why}"),
-        None if r.get("completed").and_then(Value::as_bool) == Some(true) => "completed".into(),
-        None => "partial (more boards next pass)".into(),
-    };
-    PassRow {
-        id: p.id,
-        finished: utc(p.finished_at_ms),
-        kind: if r.get("dry_run").and_then(Value::as_bool) == Some(true) {
-            "dry run".into()
-        } else {
-            "repairing".into()
-        },
-        outcome,
-        boards: n(r, "boards_visited").to_string(),
-        checked: n(&totals, "checked").to_string(),
-        drift: drift.to_string(),
-        classes: if classes.is_empty() {
-            "none".into()
-        } else {
-            classes
-        },
-        repaired: format!("{} / {}", n(&totals, "repaired"), n(&totals, "removed")),
-        listed,
-    }
-}
-
-/// A board's entry in a pass report, in words; None for a clean board.
-fn board_summary(b: &Value) -> Option<String> {
-    let n = |k: &str| b.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let mut parts: Vec<String> = ["missing", "stale", "ahead", "corrupt", "orphan"]
-        .iter()
-        .filter(|k| n(k) > 0)
-        .map(|k| format!("{k} {}", n(k)))
-        .collect();
-    if n("repaired") + n("removed") > 0 {
-        parts.push(format!(
-            "repaired {}, removed {}",
-            n("repaired"),
-            n("removed")
-        ));
-    }
-    if n("failed") > 0 {
-        parts.push(format!("failed {}", n("failed")));
-    }
-    if let Some(e) = b.get("error").and_then(Value::as_str) {
-        parts.push(format!("error: {e}"));
-    }
-    (!parts.is_empty()).then(|| parts.join(", "))
-}
-
-/// Each board's last reconcile result in words, from the newest pass that listed it.
-async fn last_passes(state: &AppState, boards: &[&str]) -> HashMap<String, String> {
-    let namespace = state.store.keys().namespace();
-    match history::last_board_results(&state.read_db, namespace, boards).await {
-        Ok(found) => found
-            .into_iter()
-            .map(|(board, pass)| {
-                let what = board_summary(&pass.report).unwrap_or_else(|| {
-                    format!(
-                        "clean ({} checked)",
-                        pass.report
-                            .get("checked")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0)
-                    )
-                });
-                (
-                    board,
-                    format!("pass {} at {}: {what}", pass.id, utc(pass.finished_at_ms)),
-                )
-            })
-            .collect(),
-        Err(e) => boards
-            .iter()
-            .map(|b| ((*b).to_owned(), format!("unknown ({e})")))
-            .collect(),
-    }
-}
-
-pub async fn parked(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<Notice>,
-) -> Result<Response, ConsoleError> {
-    let session = session::session(&state, &headers)?;
-    let rows = outbox::list_parked(&state.read_db, PARKED_SHOWN)
-        .await
-        .map_err(ApiError::from)?
-        .into_iter()
-        .map(|r| ParkedView {
-            id: r.id,
-            board: r.board,
-            user_id: r.user_id,
-            score: r.score,
-            version: r.version,
-            attempts: r.attempts,
-            error: r.last_error.unwrap_or_default(),
-            parked_at: utc(r.parked_at_ms),
-        })
-        .collect();
-    Ok(render(&ParkedPage {
-        chrome: chrome(&session, "parked", q.notice),
-        rows,
-    }))
-}
-
-#[derive(Deserialize)]
-pub struct ModerationQuery {
-    user: Option<String>,
-    board: Option<String>,
-    notice: Option<String>,
-}
-
-pub async fn moderation(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<ModerationQuery>,
-) -> Result<Response, ConsoleError> {
-    let session = session::session(&state, &headers)?;
-    let log = history::actions(&state.read_db, AUDIT_SHOWN)
-        .await
-        .map_err(ApiError::from)?
-        .into_iter()
-        .map(|a| AuditRow {
-            at: utc(a.at_ms),
-            actor: a.actor,
-            action: a.action,
-            board: a.board.unwrap_or_default(),
-            user_id: a.user_id.unwrap_or_default(),
-            detail: a.detail.to_string(),
-        })
-        .collect();
-    Ok(render(&ModerationPage {
-        chrome: chrome(&session, "moderation", q.notice),
-        user_id: q.user.unwrap_or_default(),
-        board: q.board.unwrap_or_default(),
-        log,
+        standings_unread,
     }))
 }
 
@@ -686,9 +545,22 @@ fn describe(def: &BoardDefinition) -> String {
     )
 }
 
-/// The seal as the api's `freshness.projection` names it; "unreadable" when Redis did not say.
-fn seal_name(seal: Option<&Seal>) -> &'static str {
-    seal.map_or("unreadable", |s| ProjectionState::from(*s).as_str())
+/// The seal as the api's `freshness.projection` names it, or which store did not say (never
+/// `missing`, which would ask the operator to rebuild a board that may be whole).
+fn seal_view(seal: &Result<Seal, ReadModelError>) -> SealView {
+    match seal {
+        Ok(s) => {
+            let name = ProjectionState::from(*s).as_str();
+            SealView {
+                class: name,
+                text: name.to_owned(),
+            }
+        }
+        Err(e) => SealView {
+            class: "unknown",
+            text: unanswered::unknown(unanswered::redis(e)),
+        },
+    }
 }
 
 /// Milliseconds since the epoch as a UTC time, to the second.

@@ -24,6 +24,7 @@ pub const COOKIE: &str = "lb_console";
 const MAX_AGE_S: u64 = 8 * 3600;
 
 /// An operator with the admin scope, and the CSRF token their forms carry.
+#[derive(Clone)]
 pub struct Session {
     pub identity: Identity,
     pub csrf: String,

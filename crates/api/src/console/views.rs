@@ -36,8 +36,15 @@ pub struct BoardRow {
     pub lag: String,
     pub pending: String,
     pub parked: String,
-    pub projection: &'static str,
+    pub projection: SealView,
     pub last_pass: String,
+}
+
+/// A board's seal as the page shows it: its name (the api's `freshness.projection`), or that
+/// Redis did not say, with the CSS class of either.
+pub struct SealView {
+    pub class: &'static str,
+    pub text: String,
 }
 
 #[derive(Template)]
@@ -56,7 +63,8 @@ pub struct MemberRow {
     pub source_version: String,
     pub redis_score: String,
     pub redis_version: String,
-    pub verdict: &'static str,
+    pub verdict: String,
+    pub verdict_class: &'static str,
 }
 
 /// The projection's own page: what readers get from Redis.
@@ -71,7 +79,8 @@ pub struct UserView {
     pub user_id: String,
     pub source: String,
     pub projection: String,
-    pub verdict: &'static str,
+    pub verdict: String,
+    pub verdict_class: &'static str,
     pub why: String,
     pub banned: bool,
 }
@@ -81,7 +90,7 @@ pub struct Freshness {
     pub pending: String,
     pub parked: String,
     pub projected_through: String,
-    pub projection: &'static str,
+    pub projection: SealView,
 }
 
 pub struct StandingRow {
@@ -98,6 +107,8 @@ pub struct PeriodView {
     pub ends_in: String,
     /// The previous period's close, when it is closed.
     pub closed: Option<ClosedView>,
+    /// Why whether the previous period is closed is not known (a store did not answer).
+    pub closed_unread: Option<String>,
 }
 
 pub struct ClosedView {
@@ -108,6 +119,8 @@ pub struct ClosedView {
     pub check: String,
     pub holds: bool,
     pub standings: Vec<StandingRow>,
+    /// Why the standings could not be read (a store did not answer): never an empty table.
+    pub standings_unread: Option<String>,
 }
 
 #[derive(Template)]
@@ -124,7 +137,9 @@ pub struct BoardPage {
     pub entries: u64,
     pub rows: Vec<MemberRow>,
     pub projected: Vec<ProjectedRow>,
-    pub projected_seal: &'static str,
+    /// Why the projection's page could not be read: never "Nothing in Redis".
+    pub projected_unread: Option<String>,
+    pub projected_seal: SealView,
     pub query_user: String,
     pub user: Option<UserView>,
     pub periods: Option<PeriodView>,

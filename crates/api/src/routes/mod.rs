@@ -6,6 +6,7 @@ pub mod commands;
 pub mod moderation;
 pub mod periods;
 pub mod reads;
+pub(crate) mod target;
 
 use axum::extract::rejection::PathRejection;
 

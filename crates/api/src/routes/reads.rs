@@ -16,8 +16,8 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
-use ledgerboard_core::definition::{BoardDefinition, Order, TieBreak};
-use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId, is_period_id};
+use ledgerboard_core::definition::TieBreak;
+use ledgerboard_core::domain::{BoardId, MemberStanding, RankedEntry, UserId};
 use ledgerboard_core::projection::ReadModelError;
 use ledgerboard_core::projection::read::{self, Seal, Sealed};
 use ledgerboard_core::ranking::{Cursor, RankMode};
@@ -25,6 +25,8 @@ use ledgerboard_core::telemetry::metrics::Label;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
+use super::target::order;
+pub(crate) use super::target::{Target, period_board};
 use crate::coalesce::{Start, TopRequest};
 use crate::error::{ApiError, ErrorBody};
 use crate::freshness::{Freshness, ProjectionState, Reason, Source};
@@ -198,98 +200,6 @@ fn query_error(rejection: QueryRejection) -> ApiError {
     ApiError::BadQuery(rejection.body_text())
 }
 
-/// What a read reads: the board (or the period of it), the period it names, and whether that
-/// period is archived (read from PostgreSQL only: its projection's keys are dropped).
-pub(crate) struct Target {
-    pub(crate) board: BoardId,
-    pub(crate) period: Option<String>,
-    pub(crate) archived: bool,
-}
-
-/// The board a read of `board` reads, and the period it names: the board itself when it never
-/// resets, else the period asked for (`current` by default, `previous`, or a period id), each
-/// period being a board of its own (`BoardId::in_period`). The current period is the database
-/// clock's (`board/periods.rs`), cached as definitions are; while PostgreSQL cannot say, the
-/// last answer read stands, else the board is read as one that never resets (the answer then
-/// names no period), as `order` assumes the implicit definition.
-pub(crate) async fn period_board(
-    state: &AppState,
-    board: BoardId,
-    period: Option<&str>,
-) -> Result<Target, ApiError> {
-    let wanted = period.unwrap_or("current");
-    if !is_period_id(wanted) && wanted != "current" && wanted != "previous" {
-        return Err(ApiError::InvalidPeriod(
-            "period must be current, previous or a period id (YYYYMMDDTHHMMSSZ)".into(),
-        ));
-    }
-    let periods = match state.periods.get(&state.read_db, &board).await {
-        Ok(periods) => periods,
-        Err(e) => match state.periods.last_known(&board) {
-            Some(periods) => {
-                tracing::warn!(error = %e, "board periods unreadable; using the last ones read");
-                periods
-            }
-            None => {
-                tracing::warn!(error = %e, "board periods unreadable; reading the board as one that never resets");
-                None
-            }
-        },
-    };
-    let named = match (&periods, wanted) {
-        (_, id) if is_period_id(id) => Some(id.to_owned()),
-        (None, "current") => None,
-        (None, _) => return Err(ApiError::NeverResets(board.to_string())),
-        (Some(p), "current") => Some(p.current.clone()),
-        (Some(p), _) => Some(
-            p.previous
-                .clone()
-                .ok_or_else(|| ApiError::NoSuchPeriod(board.to_string()))?,
-        ),
-    };
-    let Some(id) = named else {
-        return Ok(Target {
-            board,
-            period: None,
-            archived: false,
-        });
-    };
-    Ok(Target {
-        board: board.in_period(&id)?,
-        archived: periods.as_ref().is_some_and(|p| p.archived(&id)),
-        period: Some(id),
-    })
-}
-
-/// The board's order. Reads that may answer from the projection alone (`eventual`) still
-/// answer while PostgreSQL cannot state the definition: with the one this process read last,
-/// else the one the board's seal states (the rebuild writes it), else the implicit one (an
-/// undeclared board's, the only kind before definitions existed).
-async fn order(
-    state: &AppState,
-    board: &BoardId,
-    consistency: Consistency,
-) -> Result<Order, ApiError> {
-    match state.definitions.get(&state.read_db, board).await {
-        Ok(def) => Ok(def.order()),
-        Err(e) => {
-            if let Some(def) = state.definitions.last_known(board) {
-                tracing::warn!(error = %e, "board definition unreadable; using the last one read");
-                return Ok(def.order());
-            }
-            if consistency == Consistency::Eventual {
-                if let Ok(Some(order)) = read::sealed_order(&state.store, board).await {
-                    tracing::warn!(error = %e, "board definition unreadable; using the order its seal states");
-                    return Ok(order);
-                }
-                tracing::warn!(error = %e, "board definition unreadable; assuming the implicit one");
-                return Ok(BoardDefinition::implicit(board.clone()).order());
-            }
-            Err(ApiError::from(e))
-        }
-    }
-}
-
 /// The ids of `users?ids=`: 1 to [`MAX_IDS`] distinct valid user ids.
 fn parse_ids(raw: &str) -> Result<Vec<UserId>, ApiError> {
     let mut ids = Vec::new();
@@ -358,6 +268,8 @@ async fn read<T>(
             Looked::Unread => {
                 let (value, seal) =
                     tokio::join!(from_database(), read::board_seal(&state.store, board));
+                // A seal Redis could not give is `projection: null`, the documented unknown
+                // (never `missing`), and asks for no rebuild.
                 (value, seal.ok().map(ProjectionState::from))
             }
             Looked::Seen(p) => (from_database().await, Some(p)),

@@ -1,0 +1,77 @@
+//! The pages that list records: the parked rows (`/console/parked`) and the audit log of
+//! console actions and moderation commands (`/console/moderation`).
+
+use axum::extract::State;
+use axum::response::Response;
+use ledgerboard_core::db::{history, outbox};
+use serde::Deserialize;
+
+use super::guard::ConsoleQuery;
+use super::pages::{Notice, chrome, utc};
+use super::session::Session;
+use super::unanswered;
+use super::views::{AuditRow, ModerationPage, ParkedPage, ParkedView};
+use super::{ConsoleError, render};
+use crate::state::AppState;
+
+const PARKED_SHOWN: usize = 200;
+const AUDIT_SHOWN: i64 = 100;
+
+pub async fn parked(
+    State(state): State<AppState>,
+    session: Session,
+    ConsoleQuery(q): ConsoleQuery<Notice>,
+) -> Result<Response, ConsoleError> {
+    let rows = outbox::list_parked(&state.read_db, PARKED_SHOWN)
+        .await
+        .map_err(unanswered::page_in_postgres)?
+        .into_iter()
+        .map(|r| ParkedView {
+            id: r.id,
+            board: r.board,
+            user_id: r.user_id,
+            score: r.score,
+            version: r.version,
+            attempts: r.attempts,
+            error: r.last_error.unwrap_or_default(),
+            parked_at: utc(r.parked_at_ms),
+        })
+        .collect();
+    Ok(render(&ParkedPage {
+        chrome: chrome(&session, "parked", q.notice),
+        rows,
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct ModerationQuery {
+    user: Option<String>,
+    board: Option<String>,
+    notice: Option<String>,
+}
+
+pub async fn moderation(
+    State(state): State<AppState>,
+    session: Session,
+    ConsoleQuery(q): ConsoleQuery<ModerationQuery>,
+) -> Result<Response, ConsoleError> {
+    let log = history::actions(&state.read_db, AUDIT_SHOWN)
+        .await
+        .map_err(unanswered::page_in_postgres)?
+        .into_iter()
+        .map(|a| AuditRow {
+            at: utc(a.at_ms),
+            actor: a.actor,
+            action: a.action,
+            board: a.board.unwrap_or_default(),
+            user_id: a.user_id.unwrap_or_default(),
+            detail: a.detail.to_string(),
+        })
+        .collect();
+    Ok(render(&ModerationPage {
+        chrome: chrome(&session, "moderation", q.notice),
+        user_id: q.user.unwrap_or_default(),
+        board: q.board.unwrap_or_default(),
+        log,
+    }))
+}
