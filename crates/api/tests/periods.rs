@@ -450,7 +450,11 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
             "{action} wrote a row for the archived period: {done}"
         );
         assert!(env.wait_drained(Duration::from_secs(10)).await);
-        assert_eq!(existing().await, 0, "{action} wrote the archived period's keys back");
+        assert_eq!(
+            existing().await,
+            0,
+            "{action} wrote the archived period's keys back"
+        );
     }
 
     // A removal names the period the entry is removed from (the board holds none itself).

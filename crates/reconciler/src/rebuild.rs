@@ -45,7 +45,9 @@ pub enum RebuildError {
     Busy(Duration),
     /// An archived period is read from PostgreSQL alone and its keys are dropped: a rebuild
     /// would write them back, and nothing would drop them again.
-    #[error("{0} is an archived period: it is read from PostgreSQL, and its Redis keys stay dropped")]
+    #[error(
+        "{0} is an archived period: it is read from PostgreSQL, and its Redis keys stay dropped"
+    )]
     Archived(String),
     #[error(transparent)]
     Pass(#[from] PassError),

@@ -736,9 +736,13 @@ async fn a_user_back_right_after_its_erasure_stays_in_redis_whatever_the_project
     );
     // One row per batch, the return's first.
     for e in &entries {
-        apply_batch(&env.store(), std::slice::from_ref(e), Duration::from_secs(60))
-            .await
-            .expect("apply");
+        apply_batch(
+            &env.store(),
+            std::slice::from_ref(e),
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("apply");
     }
     client
         .execute(
@@ -749,9 +753,15 @@ async fn a_user_back_right_after_its_erasure_stays_in_redis_whatever_the_project
         .expect("publish");
 
     // Before any pass: Redis holds x at its new entry, and both paths agree.
-    let seen = read::member(&env.store(), &board("b"), order("b"), RankMode::Ordinal, &user("x"))
-        .await
-        .expect("projection read");
+    let seen = read::member(
+        &env.store(),
+        &board("b"),
+        order("b"),
+        RankMode::Ordinal,
+        &user("x"),
+    )
+    .await
+    .expect("projection read");
     assert_eq!(seen.seal, Seal::Whole);
     let standing = seen.value.0.expect("x is in Redis");
     assert_eq!((standing.entry.score, standing.version), (7, version));

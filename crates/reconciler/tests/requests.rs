@@ -166,5 +166,8 @@ async fn a_board_with_wrong_distinct_scores_is_not_whole_and_its_request_is_serv
         .query_async(&mut conn)
         .await
         .expect("ZSCORE :d");
-    assert_eq!(distinct, None, "the rebuild counted the distinct scores afresh");
+    assert_eq!(
+        distinct, None,
+        "the rebuild counted the distinct scores afresh"
+    );
 }
