@@ -63,6 +63,11 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .route("/v1/boards/{board}/reset", post(routes::boards::post_reset))
         // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
+        // Admin only (checked in the handler): it reads the whole period.
+        .route(
+            "/v1/boards/{board}/periods/{period}/verification",
+            get(routes::periods::verification),
+        )
         .merge(reads)
         .merge(console::routes(state.clone()))
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(

@@ -23,6 +23,7 @@ use crate::routes::{boards, commands, moderation, periods, reads};
         boards::list_boards,
         boards::post_reset,
         periods::standings,
+        periods::verification,
         moderation::post_moderation
     ),
     modifiers(&BearerAuth),

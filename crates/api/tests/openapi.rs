@@ -33,6 +33,7 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/boards",
             "/v1/boards/{board}",
             "/v1/boards/{board}/periods/{period}/standings",
+            "/v1/boards/{board}/periods/{period}/verification",
             "/v1/boards/{board}/reset",
             "/v1/boards/{board}/scores",
             "/v1/boards/{board}/top",
@@ -71,6 +72,20 @@ async fn the_document_covers_every_route_and_its_answers() {
     ] {
         assert!(params.contains(&p), "top lacks {p}: {params:?}");
     }
+    let verification = &paths["/v1/boards/{board}/periods/{period}/verification"]["get"];
+    for code in ["200", "401", "403", "404", "422", "503"] {
+        assert!(
+            verification["responses"].get(code).is_some(),
+            "GET verification lacks {code}"
+        );
+    }
+    let outcomes = &doc["components"]["schemas"]["Outcome"]["enum"];
+    assert_eq!(
+        outcomes,
+        &serde_json::json!(["holds", "holds_with_explained_changes", "does_not_hold"]),
+        "{}",
+        doc["components"]["schemas"]["Outcome"]
+    );
     let reset = &paths["/v1/boards/{board}/reset"]["post"]["responses"];
     for code in ["200", "401", "403", "422", "503"] {
         assert!(reset.get(code).is_some(), "POST reset lacks {code}");

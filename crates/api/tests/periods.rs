@@ -284,6 +284,21 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         ),
         "{page}"
     );
+    // The api's verification says the same, from the same type (admin scope).
+    let request = Request::get(format!("/v1/boards/season/periods/{p1}/verification"))
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", ledgerboard_testkit::TEST_TOKEN),
+        )
+        .body(Body::empty())
+        .expect("request");
+    let (status, v) = common::send(&app, request).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["outcome"], &v["holds"], &v["verification"]["disagree"]),
+        (&json!("does_not_hold"), &json!(false), &json!(1)),
+        "{v}"
+    );
     env.db
         .client()
         .await

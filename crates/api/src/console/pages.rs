@@ -467,25 +467,9 @@ async fn closed_view(
     };
     let check = periods::verify(&state.read_db, board, period).await;
     let (check, holds) = match check {
-        Ok(Some(v)) => (
-            format!(
-                "{}: digest {}, {} rows for {} entries, {} agree and {} disagree with the entries now, {} erased, {} left out ({} unexplained)",
-                if v.holds() { "holds" } else { "does not hold" },
-                if v.digest_matches {
-                    "matches"
-                } else {
-                    "does not match"
-                },
-                v.rows,
-                v.entries,
-                v.agree,
-                v.disagree,
-                v.erased,
-                v.left_out,
-                v.left_out_unexplained
-            ),
-            v.holds(),
-        ),
+        // The one wording of core's `Verification` (`lbctl period verify` and the api say the
+        // same): an erasure, a ban at the close or a removal still holds, counted.
+        Ok(Some(v)) => (v.describe(), v.holds()),
         Ok(None) => ("not closed".into(), false),
         Err(e) => (
             format!("could not be checked: {}", unanswered::postgres(&e)),

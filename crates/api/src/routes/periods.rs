@@ -3,15 +3,19 @@
 //! close's digest so that a payout can name exactly what it paid from (`lbctl period verify`
 //! checks it). Periods close after they end, once the reconciler (or `lbctl period close`)
 //! has frozen them (`board/periods.rs`).
+//!
+//! `GET /v1/boards/{board}/periods/{period}/verification` (admin): the same check as `lbctl
+//! period verify`, from core's one `Verification` (its outcome, description and counts).
 
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
-use ledgerboard_core::board::periods::{self, MAX_STANDINGS_PAGE, Standing};
+use axum::extract::{Extension, Path, Query, State};
+use ledgerboard_core::board::periods::{self, MAX_STANDINGS_PAGE, Outcome, Standing, Verification};
 use ledgerboard_core::domain::{BoardId, is_period_id};
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
+use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -112,5 +116,69 @@ pub async fn standings(
         digest: closed.digest,
         standings: rows,
         next,
+    }))
+}
+
+/// A closed period's verification: the outcome a payout keys on, in words, and its counts.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PeriodVerification {
+    board: String,
+    period: String,
+    /// `holds`, `holds_with_explained_changes` (rows re-keyed or left out for reasons the
+    /// records explain: an erasure, a ban at the close, a removal) or `does_not_hold`.
+    outcome: Outcome,
+    /// False only for `does_not_hold` (`lbctl period verify` exits 1 then).
+    holds: bool,
+    /// The outcome and its counts in one sentence (as the console shows it).
+    description: String,
+    verification: Verification,
+}
+
+/// Checks a closed period's frozen standings against their digest (the close's, or an
+/// erasure's re-seal) and against the events (admin scope: it reads the whole period).
+#[utoipa::path(
+    get,
+    path = "/v1/boards/{board}/periods/{period}/verification",
+    params(
+        ("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"),
+        ("period" = String, Path, description = "a period id: its start in UTC, YYYYMMDDTHHMMSSZ", pattern = r"^[0-9]{8}T[0-9]{6}Z$"),
+    ),
+    responses(
+        (status = 200, description = "the verification, whatever its outcome", body = PeriodVerification),
+        (status = 400, description = "a malformed path", body = ErrorBody),
+        (status = 401, description = "no valid bearer token", body = ErrorBody),
+        (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
+        (status = 404, description = "`period_not_closed`: the period is open, or not closed yet, or never existed", body = ErrorBody),
+        (status = 422, description = "`invalid_period`, `invalid_board_id`", body = ErrorBody),
+        (status = 429, description = "past the rate limit", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "periods",
+    security(("bearer" = []))
+)]
+pub async fn verification(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<PeriodVerification>, ApiError> {
+    let Path((board, period)) = path.map_err(path_error)?;
+    identity.require_admin()?;
+    let board = BoardId::parse(&board)?;
+    if !is_period_id(&period) {
+        return Err(ApiError::InvalidPeriod(
+            "period must be a period id (YYYYMMDDTHHMMSSZ)".into(),
+        ));
+    }
+    let v = periods::verify(&state.read_db, &board, &period)
+        .await?
+        .ok_or_else(|| ApiError::PeriodNotClosed(format!("{board}~{period}")))?;
+    let outcome = v.outcome();
+    Ok(Json(PeriodVerification {
+        board: board.to_string(),
+        period,
+        outcome,
+        holds: outcome.holds(),
+        description: v.describe(),
+        verification: v,
     }))
 }

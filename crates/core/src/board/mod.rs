@@ -18,6 +18,7 @@ pub mod increment;
 pub mod moderation;
 pub mod periods;
 pub mod schedule;
+pub mod verification;
 
 pub use apply::apply_score_command;
 

@@ -18,7 +18,9 @@
 //!   user is written visible after the ban.
 //! - unban (`sql/moderation_unban.sql`): the hidden entries are shown again as they stand.
 //! - erase (`sql/moderation_erase.sql`): every row naming the user goes or carries a random
-//!   pseudonym instead; the projection takes out every trace.
+//!   pseudonym instead; the projection takes out every trace. Each closed period with a frozen
+//!   row of the user gets its digest re-sealed over the pseudonymised rows, after checking the
+//!   old seal with the id put back (`sql/moderation_erase_reseal.sql`, migration V13).
 
 use serde_json::json;
 use tokio_postgres::types::Type;
@@ -101,7 +103,8 @@ pub struct Moderated {
     pub action: &'static str,
     /// True when this id was applied before: nothing was written now.
     pub duplicate: bool,
-    /// When it was applied, by the database clock (RFC 3339, UTC).
+    /// When it was applied, by the database clock (RFC 3339, UTC): once its lock was granted,
+    /// just before its commit (`sql/moderation_result.sql`).
     pub at: String,
     /// Who applied it (the first run's actor for a repeat).
     pub actor: String,
@@ -173,6 +176,20 @@ static UNBAN: Statement<1> = Statement::new(
 static ERASE: Statement<3> = Statement::new(
     Op::Moderate,
     include_str!("sql/moderation_erase.sql"),
+    [Type::TEXT, Type::TEXT, Type::UUID],
+);
+
+/// Parameters: user.
+static ERASE_SEAL_LOCK: Statement<1> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_erase_seal_lock.sql"),
+    [Type::TEXT],
+);
+
+/// Parameters: user, pseudonym, action id.
+static ERASE_RESEAL: Statement<3> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_erase_reseal.sql"),
     [Type::TEXT, Type::TEXT, Type::UUID],
 );
 
@@ -283,8 +300,8 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
     let Some(audit) = rows.first() else {
         return Ok(None);
     };
-    let at: String = audit.try_get("at")?;
     if !audit.try_get::<_, bool>("inserted")? {
+        let at: String = audit.try_get("at")?;
         if !audit.try_get::<_, bool>("same")? {
             return Err(ModerationError::IdReused(cmd.action_id));
         }
@@ -340,8 +357,21 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             // lock, so commands go on; then the sweep, under the lock for milliseconds, takes
             // what a command of the user that committed meanwhile left
             // (sql/moderation_erase_sweep.sql, tests/moderation_race.rs).
+            // The closed periods the user is frozen in are re-sealed one erasure at a time:
+            // their close rows first, then the erasure's snapshot, then the new digests
+            // (migration V13), so that `period verify` can still check them.
+            stmts
+                .execute(&tx, &ERASE_SEAL_LOCK, [&user.as_str()])
+                .await?;
             let row = stmts
                 .query_one(&tx, &ERASE, [&user.as_str(), &pseudonym, &cmd.action_id])
+                .await?;
+            let sealed = stmts
+                .query_one(
+                    &tx,
+                    &ERASE_RESEAL,
+                    [&user.as_str(), &pseudonym, &cmd.action_id],
+                )
                 .await?;
             stmts.execute(&tx, &LOCK, []).await?;
             let sweep = stmts
@@ -362,12 +392,18 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
                 "outbox_rows": count("outbox_rows")?,
                 "audit_rows": row.try_get::<_, i64>("audit_rows")?,
                 "standings_rows": row.try_get::<_, i64>("standings_rows")?,
+                "periods_resealed": sealed.try_get::<_, i64>("periods")?,
+                "periods_mismatched": sealed.try_get::<_, i64>("mismatched")?,
                 "boards": boards,
             })
         }
     };
     let text = result.to_string();
-    stmts.execute(&tx, &RESULT, [&cmd.action_id, &text]).await?;
+    // The time the action took effect (after its lock), not the audit row's insert.
+    let at: String = stmts
+        .query_one(&tx, &RESULT, [&cmd.action_id, &text])
+        .await?
+        .try_get("at")?;
     commit(tx).await?;
     Ok(Some(Moderated {
         action_id: cmd.action_id,

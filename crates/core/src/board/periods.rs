@@ -13,6 +13,10 @@ use tokio_postgres::types::Type;
 use crate::db::{Database, Op, Statement, StoreError, commit};
 use crate::domain::BoardId;
 
+// A closed period's verification lives in `verification.rs`; named here too, as the rest of a
+// period's reads are.
+pub use super::verification::{Outcome, Verification, verify};
+
 /// Parameters: board.
 pub static CURRENT: Statement<1> = Statement::new(
     Op::BoardPeriod,
@@ -352,13 +356,6 @@ pub static DUE: Statement<1> = Statement::new(
     include_str!("sql/period_due.sql"),
     [Type::INT8],
 );
-/// Parameters: board, period.
-pub static VERIFY: Statement<2> = Statement::new(
-    Op::PeriodRead,
-    include_str!("sql/period_verify.sql"),
-    [Type::TEXT, Type::TEXT],
-);
-
 /// Parameters: the bound.
 pub static TIMEOUT: Statement<1> = Statement::new(
     Op::PeriodClose,
@@ -379,7 +376,8 @@ pub const WHOLE_PERIOD_TIMEOUT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Closed {
-    /// When the close committed its transaction's start, by the database clock (UTC).
+    /// When the close froze the standings, by the database clock (UTC): read after the
+    /// snapshot they were ranked from (`sql/period_close.sql`).
     pub closed_at: String,
     pub sort: String,
     pub tie_break: String,
@@ -567,67 +565,4 @@ pub async fn due(db: &Database, limit: i64) -> Result<Vec<(BoardId, String)>, St
         }
     }
     Ok(due)
-}
-
-/// What [`verify`] found of a closed period.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Verification {
-    /// The frozen rows now, and the count the close wrote.
-    pub rows: i64,
-    pub entries: i64,
-    /// The digest recomputed from the rows as they are now equals the close's.
-    pub digest_matches: bool,
-    /// Rows whose score and version are those of the user's newest event in the period.
-    pub agree: i64,
-    /// Rows that are not (or whose user has no event in the period).
-    pub disagree: i64,
-    /// Rows whose user was erased since (they carry the erasure's pseudonym).
-    pub erased: i64,
-    /// Users with events in the period and no row, and those of them no removal, ban or
-    /// erasure explains.
-    pub left_out: i64,
-    pub left_out_unexplained: i64,
-}
-
-impl Verification {
-    /// Whether the standings are exactly what the close froze and what the events say.
-    pub fn holds(&self) -> bool {
-        self.digest_matches
-            && self.rows == self.entries
-            && self.disagree == 0
-            && self.left_out_unexplained == 0
-    }
-}
-
-/// Checks a closed period's frozen standings against their digest and against the events;
-/// None when the period is not closed.
-pub async fn verify(
-    db: &Database,
-    board: &BoardId,
-    period: &str,
-) -> Result<Option<Verification>, StoreError> {
-    let mut client = db.client().await?;
-    let tx = client.transaction().await?;
-    let stmts = db.statements();
-    let bound = format!("{}ms", WHOLE_PERIOD_TIMEOUT.as_millis());
-    stmts.query(&tx, &TIMEOUT, [&bound]).await?;
-    let rows = stmts
-        .query(&tx, &VERIFY, [&board.base().as_str(), &period])
-        .await?;
-    commit(tx).await?;
-    let Some(r) = rows.into_iter().next() else {
-        return Ok(None);
-    };
-    Ok(Some(Verification {
-        rows: r.try_get("rows")?,
-        entries: r.try_get("entries")?,
-        digest_matches: r
-            .try_get::<_, Option<bool>>("digest_matches")?
-            .unwrap_or(false),
-        agree: r.try_get("agree")?,
-        disagree: r.try_get("disagree")?,
-        erased: r.try_get("erased")?,
-        left_out: r.try_get("left_out")?,
-        left_out_unexplained: r.try_get("left_out_unexplained")?,
-    }))
 }

@@ -1,5 +1,6 @@
 -- Records one moderation command (moderation.rs), once per action id: the audit row (who: the
--- token's name, when: the database clock, why: the reason) with a SHA-256 of the command's
+-- token's name, when: the database clock, set again by moderation_result.sql once the action
+-- is written, why: the reason) with a SHA-256 of the command's
 -- payload. A first arrival inserts it ('inserted' true) and the caller then runs the action in
 -- the same transaction; a repeat answers the stored row, `same` saying whether its payload is
 -- the one recorded (false: the id was reused for another command, 409). Concurrent arrivals of

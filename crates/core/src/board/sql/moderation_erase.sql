@@ -10,7 +10,8 @@
 --                    (the erasure supersedes it);
 --   moderation_actions earlier audit rows of the user carry the pseudonym;
 --   period_standings the frozen standings of closed periods carry the pseudonym, without
---                    metadata (their digest then no longer matches: `lbctl period verify`
+--                    metadata (the close's digest then no longer matches:
+--                    moderation_erase_reseal.sql re-seals it, and `lbctl period verify`
 --                    counts such rows as erased).
 -- Then one outbox row per board where the user had an entry or a tombstone asks the
 -- projection to take out every trace ('erase': member, version, metadata, distinct score,

@@ -31,12 +31,17 @@ standings AS (
     SELECT $1, $2, position, rank, dense, user_id, score, tie, version, metadata FROM ranked
 ),
 closed AS (
-    INSERT INTO period_closes (board_id, period, sort, tie_break, entries, digest)
+    -- closed_at: the clock during this statement, so after its snapshot (not the
+    -- transaction's start, before it): a moderation that committed before the snapshot, so
+    -- shaped these standings, carries an earlier time (moderation_result.sql), and one that
+    -- did not is either later or, re-versioning no frozen row, changes nothing verify judges.
+    INSERT INTO period_closes (board_id, period, sort, tie_break, entries, digest, closed_at)
     SELECT $1, $2, $3, $4, (SELECT count(*) FROM ranked),
            sha256(convert_to(coalesce(
                (SELECT string_agg(lb_standings_line(position, user_id, score, tie), E'\n'
                                   ORDER BY position)
-                FROM ranked), ''), 'UTF8'))
+                FROM ranked), ''), 'UTF8')),
+           clock_timestamp()
     FROM open
     RETURNING closed_at
 )

@@ -1,21 +1,29 @@
 -- `lbctl period verify`: the frozen standings checked twice. (1) Their digest recomputed from
--- the rows as they are now, against the one written at the close. (2) Each row against the
+-- the rows as they are now, against the period's seal: the digest written at the close, or the
+-- newest re-seal of an erasure since (migration V13, moderation_erase_reseal.sql), every one
+-- of which must have found the rows matching the seal before it. (2) Each row against the
 -- events: the newest event of the user in the period (by version) must carry the row's score
 -- and version, or a lower version by no more than the user's bans and unbans between that
--- event (less 10 s: see below) and the close (each re-versions the user's entries and writes
--- no event); and every user with events in the period but no row must be explained by a
--- removal from the period or a ban in force at the close, or be an erasure's pseudonym. An
--- erasure after the close replaces a row's user id with the pseudonym its events carry too, so
--- (2) still holds for it while (1) no longer matches: `erased` counts those rows.
+-- event and the close (each re-versions the user's entries and writes no event); and every
+-- user with events in the period but no row must be explained by an erasure (the user is an
+-- erasure's pseudonym), a ban in force at the close or a removal from the period, counted under
+-- the first of these that applies. An erasure after the close replaces a row's user id with the
+-- pseudonym its events carry too, so (2) still holds for it: `erased` counts those rows.
 -- $1 board id, $2 period id.
 --
 -- Hash joins over the period's rows and events, whatever their number (the events are found
 -- by the BRIN index on created_at: from an hour before the period's start, which a command's
 -- transaction may have begun before it read the clock, to the close; then by board).
 WITH c AS (
-    SELECT closed_at, digest, entries,
+    SELECT closed_at, entries,
+           coalesce((SELECT r.digest FROM period_reseals r
+                     WHERE r.board_id = $1 AND r.period = $2
+                     ORDER BY r.id DESC LIMIT 1), digest) AS digest,
            to_timestamp($2, 'YYYYMMDD"T"HH24MISS"Z"')::timestamp AT TIME ZONE 'UTC' AS starts_at
     FROM period_closes WHERE board_id = $1 AND period = $2
+),
+reseals AS MATERIALIZED (
+    SELECT prior_matches FROM period_reseals WHERE board_id = $1 AND period = $2
 ),
 frozen AS MATERIALIZED (
     SELECT position, user_id, score, tie, version
@@ -38,16 +46,31 @@ joined AS MATERIALIZED (
                AND f.version - l.version <= (
                    SELECT count(*) FROM moderation_actions m, c
                    WHERE m.user_id = f.user_id AND m.action IN ('ban', 'unban')
-                     -- A ban's `at` is its transaction's start, before it waited (up to 2 s)
-                     -- for the commands in flight: one that re-versioned the row after this
-                     -- event may carry an earlier time than the event's.
-                     AND m.at >= l.created_at - interval '10 seconds'
+                     -- A ban's `at` is read after its table lock was granted, so after every
+                     -- command it waited for committed (moderation_result.sql): a ban that
+                     -- re-versioned the row after this event is at or after the event's time.
+                     AND m.at >= l.created_at
                      AND m.at <= c.closed_at))), false) AS same,
            coalesce(f.user_id, l.user_id) IN (SELECT user_id FROM erasures) AS erased
     FROM frozen f FULL JOIN latest l ON l.user_id = f.user_id
 ),
 left_out AS MATERIALIZED (
-    SELECT event_user AS user_id, erased FROM joined WHERE frozen_user IS NULL
+    SELECT l.user_id,
+           CASE
+               WHEN l.erased THEN 'erased'
+               -- Banned at the close: the user's last ban or unban before it was a ban.
+               WHEN (SELECT m.action FROM moderation_actions m
+                     WHERE m.user_id = l.user_id AND m.action IN ('ban', 'unban')
+                       AND m.at <= (SELECT closed_at FROM c)
+                     ORDER BY m.at DESC LIMIT 1) = 'ban' THEN 'banned'
+               -- Removed from the period before the close (and no command since: no row).
+               WHEN EXISTS (
+                   SELECT 1 FROM moderation_actions m
+                   WHERE m.user_id = l.user_id AND m.action = 'remove'
+                     AND m.board_id = $1 || '~' || $2 AND m.at <= (SELECT closed_at FROM c)
+               ) THEN 'removed'
+           END AS why
+    FROM (SELECT event_user AS user_id, erased FROM joined WHERE frozen_user IS NULL) l
 )
 SELECT
     (SELECT count(*) FROM frozen) AS rows,
@@ -56,23 +79,16 @@ SELECT
         (SELECT string_agg(lb_standings_line(position, user_id, score, tie), E'\n'
                            ORDER BY position) FROM frozen), ''), 'UTF8'))
         = (SELECT digest FROM c) AS digest_matches,
+    (SELECT count(*) FROM reseals) AS resealed,
+    (SELECT count(*) FROM reseals WHERE NOT prior_matches) AS reseals_broken,
     (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL AND event_user IS NOT NULL
                                    AND same) AS agree,
     (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL
                                    AND (event_user IS NULL OR NOT same)) AS disagree,
     (SELECT count(*) FROM joined WHERE frozen_user IS NOT NULL AND erased) AS erased,
     (SELECT count(*) FROM left_out) AS left_out,
-    (SELECT count(*) FROM left_out l
-     WHERE NOT l.erased
-       -- Banned at the close: the user's last ban or unban before it was a ban.
-       AND (SELECT m.action FROM moderation_actions m
-            WHERE m.user_id = l.user_id AND m.action IN ('ban', 'unban')
-              AND m.at <= (SELECT closed_at FROM c)
-            ORDER BY m.at DESC LIMIT 1) IS DISTINCT FROM 'ban'
-       -- Removed from the period before the close (and no command since: it has no row).
-       AND NOT EXISTS (
-           SELECT 1 FROM moderation_actions m
-           WHERE m.user_id = l.user_id AND m.action = 'remove'
-             AND m.board_id = $1 || '~' || $2 AND m.at <= (SELECT closed_at FROM c)
-       )) AS left_out_unexplained
+    (SELECT count(*) FROM left_out WHERE why = 'erased') AS left_out_erased,
+    (SELECT count(*) FROM left_out WHERE why = 'banned') AS left_out_banned,
+    (SELECT count(*) FROM left_out WHERE why = 'removed') AS left_out_removed,
+    (SELECT count(*) FROM left_out WHERE why IS NULL) AS left_out_unexplained
 FROM c
