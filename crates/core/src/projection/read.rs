@@ -88,23 +88,29 @@ pub fn seal((card, zcard, hlen, xcard, xlen): SealCounts) -> Seal {
 /// dense read judges it until a rebuild counts the distinct scores.
 pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadModelError> {
     let mut conn = store.connection().await?;
-    let mut pipe = redis::pipe();
     let keys = store.keys();
-    with_seal(&mut pipe, keys, board);
-    pipe.cmd("HGET")
+    // The replies in `lua/read.lua`'s order ([`SealReply`]), in one MULTI/EXEC.
+    let (card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply = redis::pipe()
+        .atomic()
+        .cmd("HGET")
+        .arg(keys.meta(board))
+        .arg("card")
+        .cmd("ZCARD")
+        .arg(keys.scores(board))
+        .cmd("HLEN")
+        .arg(keys.versions(board))
+        .cmd("HGET")
         .arg(keys.meta(board))
         .arg("dcard")
         .cmd("ZCARD")
-        .arg(keys.distinct(board));
-    let (card, zcard, hlen, xcard, xlen, dcard, dzcard): (
-        Option<String>,
-        u64,
-        u64,
-        Option<String>,
-        u64,
-        Option<String>,
-        u64,
-    ) = pipe.query_async(&mut conn).await?;
+        .arg(keys.distinct(board))
+        .cmd("HGET")
+        .arg(keys.meta(board))
+        .arg("xcard")
+        .cmd("HLEN")
+        .arg(keys.metadata(board))
+        .query_async(&mut conn)
+        .await?;
     let s = seal((card, zcard, hlen, xcard, xlen));
     if s == Seal::Whole && dcard.is_some_and(|d| d.parse::<u64>().ok() != Some(dzcard)) {
         return Ok(Seal::Broken);

@@ -75,10 +75,6 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
     return "failed:LBBADARG the moderation must be '', 'hide' or 'erase'"
   end
 
-  if redis.call('EXISTS', marker) == 1 then
-    return 'duplicate'
-  end
-
   local tomb = redis.call('HGET', KEYS[11], user)
   local tomb_version = nil
   if tomb then
@@ -113,6 +109,11 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
     end
   end
 
+  -- A repeat changes nothing live. It is judged after the new generation's write, so that no
+  -- answer, not even a repeat's, can leave a version out of the generation being built.
+  if redis.call('EXISTS', marker) == 1 then
+    return 'duplicate'
+  end
   if (stored_version and stored_version >= version)
       or (tomb_version and tomb_version >= version) then
     return 'stale'
