@@ -6,8 +6,8 @@
 //!
 //! The build's seal (`:m:rebuild`) is written before the first row is read from PostgreSQL.
 //! From then on the projector writes every row to both generations
-//! (`crates/core/src/projection/lua/project.lua`), and the build writes each source row only
-//! where the new generation holds no newer version (`lua/rebuild_chunk.lua` next to it). So
+//! (`lua/project.lua`), and the build writes each source row only
+//! where the new generation holds no newer version (`lua/rebuild_chunk.lua`). So
 //! every version the live generation shows at the switch is in the new one too: a row
 //! projected before the build started was committed before PostgreSQL was read, and one
 //! projected after it reached both. A reader never sees a score go back.

@@ -1,5 +1,5 @@
-//! The Lua scripts in `lua/` (next to this file), embedded at build time (nothing is read from
-//! disk at run time), and the one way to send a pipeline of them.
+//! The Lua scripts in the repository's top-level `lua/`, embedded at build time (nothing is read
+//! from disk at run time), and the one way to send a pipeline of them.
 //!
 //! The scripts that check their keys' types share `lua/prelude.lua` (its `#!lua` line and
 //! `wrong_type`) and `lua/members.lua` (how members are spelt); read-only scripts share the
@@ -17,10 +17,10 @@ use redis::{FromRedisValue, Pipeline, RedisResult, Script};
 macro_rules! with_prelude {
     ($name:literal) => {
         concat!(
-            include_str!("lua/prelude.lua"),
-            include_str!("lua/members.lua"),
-            include_str!("lua/place.lua"),
-            include_str!(concat!("lua/", $name, ".lua"))
+            include_str!("../../../../lua/prelude.lua"),
+            include_str!("../../../../lua/members.lua"),
+            include_str!("../../../../lua/place.lua"),
+            include_str!(concat!("../../../../lua/", $name, ".lua"))
         )
     };
 }
@@ -31,8 +31,8 @@ macro_rules! read_only {
     ($name:literal) => {
         concat!(
             "#!lua flags=no-writes\n",
-            include_str!("lua/members.lua"),
-            include_str!(concat!("lua/", $name, ".lua"))
+            include_str!("../../../../lua/members.lua"),
+            include_str!(concat!("../../../../lua/", $name, ".lua"))
         )
     };
 }
@@ -50,12 +50,12 @@ pub static REMOVE_ORPHAN: LazyLock<Script> =
 /// `lua/lock_renew.lua` and `lua/lock_release.lua`: compare-and-renew / compare-and-release.
 /// No prelude: `lock_renew.lua` must have no `#!lua` line (see its header).
 pub static LOCK_RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/lock_renew.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../../../lua/lock_renew.lua")));
 pub static LOCK_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/lock_release.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../../../lua/lock_release.lua")));
 /// `lua/switch_generation.lua`: makes a rebuilt board live atomically.
 pub static SWITCH_GENERATION: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/switch_generation.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../../../lua/switch_generation.lua")));
 
 /// `lua/rebuild_chunk.lua` (with the prelude): writes a chunk of source rows into a board's
 /// rebuilt generation.
@@ -123,6 +123,6 @@ mod tests {
             assert!(defined < used && used.is_some(), "{name}");
         }
         // Without a shebang Redis lets the renewal run when memory is full.
-        assert!(!include_str!("lua/lock_renew.lua").starts_with("#!"));
+        assert!(!include_str!("../../../../lua/lock_renew.lua").starts_with("#!"));
     }
 }
