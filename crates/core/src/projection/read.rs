@@ -89,26 +89,23 @@ pub fn seal((card, zcard, hlen, xcard, xlen): SealCounts) -> Seal {
 pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadModelError> {
     let mut conn = store.connection().await?;
     let keys = store.keys();
-    // The replies in `lua/read.lua`'s order ([`SealReply`]), in one MULTI/EXEC.
-    let (card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply = redis::pipe()
-        .atomic()
-        .cmd("HGET")
-        .arg(keys.meta(board))
-        .arg("card")
-        .cmd("ZCARD")
-        .arg(keys.scores(board))
-        .cmd("HLEN")
-        .arg(keys.versions(board))
+    let mut pipe = redis::pipe();
+    with_seal(&mut pipe, keys, board);
+    // [`SealCounts`], then `HGET :m dcard` and `ZCARD :d`, flat as Redis answers them.
+    let (card, zcard, hlen, xcard, xlen, dcard, dzcard): (
+        Option<String>,
+        u64,
+        u64,
+        Option<String>,
+        u64,
+        Option<String>,
+        u64,
+    ) = pipe
         .cmd("HGET")
         .arg(keys.meta(board))
         .arg("dcard")
         .cmd("ZCARD")
         .arg(keys.distinct(board))
-        .cmd("HGET")
-        .arg(keys.meta(board))
-        .arg("xcard")
-        .cmd("HLEN")
-        .arg(keys.metadata(board))
         .query_async(&mut conn)
         .await?;
     let s = seal((card, zcard, hlen, xcard, xlen));
