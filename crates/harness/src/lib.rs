@@ -14,6 +14,7 @@ mod postgres_server;
 mod proxy;
 mod redis_cluster;
 mod redis_server;
+pub mod wait;
 
 pub use browser::{Browser, Element};
 pub use daemon::{Daemon, binary_beside_current_exe};

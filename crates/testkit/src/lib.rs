@@ -342,51 +342,7 @@ pub fn free_port() -> u16 {
     ledgerboard_harness::free_port().unwrap_or_else(|e| panic!("find a free port: {e}"))
 }
 
-/// How often [`wait_until`] and [`wait_until_blocking`] check their condition.
-const POLL: Duration = Duration::from_millis(20);
-
-/// Polls `condition` every 20 ms until it holds or `limit` has passed: the one way a test
-/// waits for something to happen (a fixed sleep either waits too long or passes before the
-/// thing happened). `Some(elapsed)` once it holds, `None` when the time ran out; the condition
-/// is checked once more at the deadline, so a slow check cannot miss it. The caller turns
-/// `None` into a failure (`expect`), never into a silent move on.
-pub async fn wait_until<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let started = std::time::Instant::now();
-    loop {
-        let expired = started.elapsed() >= limit;
-        if condition().await {
-            return Some(started.elapsed());
-        }
-        if expired {
-            return None;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// [`wait_until`] for a caller that is not async (a system test's threads, a blocking
-/// condition such as an HTTP request through [`http_request`]): the same polling, with the
-/// thread asleep between checks.
-pub fn wait_until_blocking(
-    limit: Duration,
-    mut condition: impl FnMut() -> bool,
-) -> Option<Duration> {
-    let started = std::time::Instant::now();
-    loop {
-        let expired = started.elapsed() >= limit;
-        if condition() {
-            return Some(started.elapsed());
-        }
-        if expired {
-            return None;
-        }
-        std::thread::sleep(POLL);
-    }
-}
+pub use ledgerboard_harness::wait::{wait_until, wait_until_blocking};
 
 /// Applies the schema to the database at `url`.
 pub async fn migrate(url: &str) {
