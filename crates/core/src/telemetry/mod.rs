@@ -262,4 +262,27 @@ mod tests {
             .expect_err("a file with no certificate");
         assert!(err.to_string().contains("no PEM certificate"), "{err}");
     }
+
+    /// The whole start-up with an `https` collector (the exporters built with TLS and the CA
+    /// file). Here, not among the integration tests: `init` installs the process-wide
+    /// providers and subscriber, which would reach every other test of a shared binary.
+    /// (Spans reaching an https collector end to end: system-tests `telemetry.rs`.)
+    #[tokio::test]
+    async fn an_https_endpoint_is_accepted_at_start_up_with_its_ca_file() {
+        let pki = ledgerboard_testkit::tls::TestPki::generate();
+        let settings = endpoint("https://127.0.0.1:4317", &pki.ca_file.display().to_string());
+        settings.validate().expect("https with a CA file is valid");
+        let broken = endpoint(
+            "https://127.0.0.1:4317",
+            &pki.path("missing.pem").display().to_string(),
+        );
+        let log = crate::config::LogSettings::default();
+        let err = super::init("otlp-tls-test", &log, &broken)
+            .err()
+            .expect("a missing CA file stops the start-up");
+        assert!(err.to_string().contains("telemetry.otlp_ca_file"), "{err}");
+        let telemetry = super::init("otlp-tls-test", &log, &settings)
+            .unwrap_or_else(|e| panic!("start-up with an https collector: {e}"));
+        drop(telemetry);
+    }
 }

@@ -7,46 +7,31 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::common::{Env, env, lock_waits};
 use ledgerboard_core::board::definitions::{self, Declaration};
 use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
-use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::definition::{Operator, Reset};
 use ledgerboard_core::domain::{BoardId, CommandOutcome};
-use ledgerboard_testkit::TestDb;
+use ledgerboard_testkit::wait_until;
 use serde_json::Number;
 use uuid::Uuid;
-
-struct Env {
-    _db: TestDb,
-    db: Database,
-    client: tokio_postgres::Client,
-}
-
-async fn env() -> Env {
-    let test_db = TestDb::create().await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        pool_max_size: Count::of(20),
-        ..DatabaseSettings::default()
-    };
-    migrate(&settings).await.expect("migrate");
-    let db = Database::connect(&settings, "periods-test").expect("pool");
-    let client = test_db.client().await;
-    Env {
-        _db: test_db,
-        db,
-        client,
-    }
-}
 
 fn board(name: &str) -> BoardId {
     BoardId::parse(name).expect("board")
 }
 
 impl Env {
+    /// The board's current and previous periods, by the database clock.
+    async fn current(&self, name: &str) -> periods::Periods {
+        periods::current(&self.db, &board(name))
+            .await
+            .expect("periods")
+            .expect("the board resets")
+    }
+
     /// Declares `name` as an add board with `reset` in `zone`, through core's definitions.
-    async fn declare(&self, name: &str, reset: Reset, zone: &str) {
+    async fn declare_resetting(&self, name: &str, reset: Reset, zone: &str) {
         let declaration = Declaration {
             operator: Some(Operator::Add),
             reset: Some(reset),
@@ -59,7 +44,7 @@ impl Env {
     }
 
     /// One add command of `delta` for `user`, validated against the board's definition.
-    async fn add(&self, name: &str, user: &str, delta: i64) -> CommandOutcome {
+    async fn add_delta(&self, name: &str, user: &str, delta: i64) -> CommandOutcome {
         add(&self.db, name, user, delta).await
     }
 
@@ -78,7 +63,7 @@ impl Env {
     }
 
     /// user → (score, version) on one board (a board or a period of one).
-    async fn rows(&self, board_id: &str) -> BTreeMap<String, (i64, i64)> {
+    async fn entries_of(&self, board_id: &str) -> BTreeMap<String, (i64, i64)> {
         self.client
             .query(
                 "SELECT user_id, score, version FROM user_scores WHERE board_id = $1",
@@ -141,12 +126,14 @@ fn period_id(secs: i64) -> String {
 #[tokio::test]
 async fn the_schedule_cuts_periods_at_the_board_zones_midnights() {
     let env = env().await;
-    env.declare("daily-paris", Reset::Daily, "Europe/Paris")
+    env.declare_resetting("daily-paris", Reset::Daily, "Europe/Paris")
         .await;
-    env.declare("weekly-utc", Reset::Weekly, "UTC").await;
-    env.declare("monthly-ny", Reset::Monthly, "America/New_York")
+    env.declare_resetting("weekly-utc", Reset::Weekly, "UTC")
         .await;
-    env.declare("rounds", Reset::Every(10), "UTC").await;
+    env.declare_resetting("monthly-ny", Reset::Monthly, "America/New_York")
+        .await;
+    env.declare_resetting("rounds", Reset::Every(10), "UTC")
+        .await;
     // The declaration opened each board's first period now: ask about instants after it.
     let cases = [
         // Paris springs forward on 2027-03-28: that day starts at 23:00 UTC the day before
@@ -199,7 +186,7 @@ async fn the_schedule_cuts_periods_at_the_board_zones_midnights() {
     }
 
     // A board that never resets has no period; an unknown zone is refused at declaration.
-    env.declare("plain", Reset::Never, "UTC").await;
+    env.declare_resetting("plain", Reset::Never, "UTC").await;
     assert_eq!(env.period_at("plain", "2027-01-01T00:00:00Z").await, None);
     let bad = Declaration {
         operator: Some(Operator::Add),
@@ -223,11 +210,11 @@ async fn the_schedule_cuts_periods_at_the_board_zones_midnights() {
 async fn commands_land_in_the_period_open_when_their_statement_runs() {
     let env = env().await;
     // A board that never resets keeps its plain id and its commands name no period.
-    let plain = env.add("plain", "ann", 5).await;
+    let plain = env.add_delta("plain", "ann", 5).await;
     assert_eq!(plain.period, None);
-    assert_eq!(env.rows("plain").await.len(), 1);
+    assert_eq!(env.entries_of("plain").await.len(), 1);
 
-    env.declare("season", Reset::Manual, "UTC").await;
+    env.declare_resetting("season", Reset::Manual, "UTC").await;
     let first = periods::current(&env.db, &board("season"))
         .await
         .expect("periods")
@@ -237,9 +224,9 @@ async fn commands_land_in_the_period_open_when_their_statement_runs() {
         "a manual board starts with one period"
     );
     assert_eq!(first.ends_in_ms, None);
-    let a = env.add("season", "ann", 10).await;
+    let a = env.add_delta("season", "ann", 10).await;
     assert_eq!(a.period.as_deref(), Some(first.current.as_str()));
-    let b = env.add("season", "ann", 7).await;
+    let b = env.add_delta("season", "ann", 7).await;
     assert_eq!((b.score, b.version), (17, 2));
 
     // A reset opens the next period at the next whole second.
@@ -257,30 +244,24 @@ async fn commands_land_in_the_period_open_when_their_statement_runs() {
         "a second reset in the same second opens nothing: {again:?}"
     );
     // Wait until the new period is open by the database clock.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let second = loop {
-        let p = periods::current(&env.db, &board("season"))
-            .await
-            .expect("periods")
-            .expect("season resets");
-        if p.current >= reset.period {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "the reset's period never opened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    wait_until(Duration::from_secs(5), || async {
+        env.current("season").await.current >= reset.period
+    })
+    .await
+    .expect("the reset's period opens");
+    let second = env.current("season").await;
     assert_eq!(second.previous.as_deref(), Some(first.current.as_str()));
-    let c = env.add("season", "ann", 3).await;
+    let c = env.add_delta("season", "ann", 3).await;
     let third = c.period.clone().expect("a period");
     assert!(third >= reset.period, "{third} before {}", reset.period);
     // A new period is a new entry: ann starts over there, and the old period keeps 17.
     assert_eq!((c.score, c.version), (3, 1));
     let old = format!("season~{}", first.current);
     let new = format!("season~{third}");
-    assert_eq!(env.rows(&old).await["ann"], (17, 2));
-    assert_eq!(env.rows(&new).await["ann"], (3, 1));
+    assert_eq!(env.entries_of(&old).await["ann"], (17, 2));
+    assert_eq!(env.entries_of(&new).await["ann"], (3, 1));
     assert!(
-        env.rows("season").await.is_empty(),
+        env.entries_of("season").await.is_empty(),
         "nothing lands on the board itself"
     );
     // Each event and outbox row names the period its command landed in.
@@ -318,7 +299,8 @@ async fn commands_land_in_the_period_open_when_their_statement_runs() {
 #[tokio::test]
 async fn commands_across_real_boundaries_each_land_in_one_period_and_a_closed_one_stays_closed() {
     let env = env().await;
-    env.declare("rounds", Reset::Every(1), "UTC").await;
+    env.declare_resetting("rounds", Reset::Every(1), "UTC")
+        .await;
     let db = Arc::new(env.db.clone());
     let stop = Instant::now() + Duration::from_millis(3_200);
     let mut tasks = Vec::new();
@@ -340,21 +322,19 @@ async fn commands_across_real_boundaries_each_land_in_one_period_and_a_closed_on
 
     // Once a boundary has passed, hold the board's period lock exclusively (as a close does):
     // from then on, no command may add to the period that ended.
-    let mut ended = None;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while ended.is_none() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let p = periods::current(&env.db, &board("rounds"))
-            .await
-            .expect("periods")
-            .expect("rounds resets");
-        if let Some(previous) = p.previous
-            && env.rows(&format!("rounds~{previous}")).await.len() > 1
+    let ended = std::cell::RefCell::new(None);
+    wait_until(Duration::from_secs(3), || async {
+        if let Some(previous) = env.current("rounds").await.previous
+            && env.entries_of(&format!("rounds~{previous}")).await.len() > 1
         {
-            ended = Some(previous);
+            *ended.borrow_mut() = Some(previous);
         }
-    }
-    let ended = ended.expect("a period with entries ended while commands ran");
+        ended.borrow().is_some()
+    })
+    .await;
+    let ended = ended
+        .into_inner()
+        .expect("a period with entries ended while commands ran");
     let ended_board = format!("rounds~{ended}");
     let count = "SELECT count(*), coalesce(sum(version), 0)::bigint FROM user_scores
                  WHERE board_id = $1";
@@ -422,11 +402,16 @@ async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
     let env = env().await;
     // A scheduled boundary: a manual reset waits for the commands in flight (it takes the
     // period lock: a_manual_reset_waits_for_the_command_in_flight), a schedule does not.
-    env.declare("season", Reset::Every(4), "UTC").await;
+    env.declare_resetting("season", Reset::Every(4), "UTC")
+        .await;
     // Start just after a boundary, so that the two commands below read clocks in one period.
     let wait = 4.0 - now_secs().rem_euclid(4.0) + 0.1;
     tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-    let first = env.add("season", "ann", 10).await.period.expect("period");
+    let first = env
+        .add_delta("season", "ann", 10)
+        .await
+        .period
+        .expect("period");
     let old = format!("season~{first}");
 
     // Hold ann's row so that her next command reads the clock (in the first period) and then
@@ -441,23 +426,17 @@ async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
     .expect("hold the row");
     let db = env.db.clone();
     let in_flight = tokio::spawn(async move { add(&db, "season", "ann", 5).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.wait_for_a_lock_wait().await;
     assert!(
         !in_flight.is_finished(),
         "the command should wait for the row"
     );
 
-    let deadline = Instant::now() + Duration::from_secs(6);
-    while periods::current(&env.db, &board("season"))
-        .await
-        .expect("periods")
-        .expect("season resets")
-        .current
-        <= first
-    {
-        assert!(Instant::now() < deadline, "the next period never opened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(Duration::from_secs(6), || async {
+        env.current("season").await.current > first
+    })
+    .await
+    .expect("the next period opens");
 
     // The first period has ended. Its close takes the period lock exclusively: it must wait
     // for the command still in flight in it.
@@ -483,7 +462,7 @@ async fn a_close_waits_for_the_command_in_flight_across_the_boundary() {
         tx.commit().await.expect("commit");
         version
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.wait_for_lock_waits(2).await;
     assert!(
         !close.is_finished(),
         "the close took the lock while a command of its period was in flight"
@@ -603,17 +582,11 @@ async fn a_close_freezes_the_standings_once_and_verify_checks_them() {
     periods::reset(&env.db, &board("cup"), "test")
         .await
         .expect("reset");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while periods::current(&env.db, &board("cup"))
-        .await
-        .expect("periods")
-        .expect("resets")
-        .current
-        == period
-    {
-        assert!(Instant::now() < deadline, "the next period never opened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(Duration::from_secs(5), || async {
+        env.current("cup").await.current != period
+    })
+    .await
+    .expect("the next period opens");
     // Ended, but nothing was projected yet (no projector runs here): the close waits for it.
     assert_eq!(
         periods::close(&env.db, &board("cup"), &period)
@@ -815,8 +788,8 @@ async fn a_cron_schedule_starts_its_periods_where_the_same_calendar_kind_does() 
         ),
     ];
     for (cron_board, expr, twin, kind, zone) in &pairs {
-        env.declare(cron_board, cron(expr), zone).await;
-        env.declare(twin, kind.clone(), zone).await;
+        env.declare_resetting(cron_board, cron(expr), zone).await;
+        env.declare_resetting(twin, kind.clone(), zone).await;
     }
     // A weekly schedule is written five weeks ahead, a daily one 35 days.
     assert_eq!(env.scheduled("cron-weekly").await.len(), 5);
@@ -848,7 +821,8 @@ async fn a_cron_schedule_starts_its_periods_where_the_same_calendar_kind_does() 
 
     // The instants a skipped or repeated wall-clock time becomes: PostgreSQL's rule, written
     // through the same statement the schedule uses (times a test can choose).
-    env.declare("dst", cron("30 2 * * *"), "Europe/Paris").await;
+    env.declare_resetting("dst", cron("30 2 * * *"), "Europe/Paris")
+        .await;
     let times: Vec<String> = [
         "2027-03-28T02:30:00",
         "2027-03-28T03:00:00",
@@ -884,7 +858,8 @@ async fn a_cron_schedule_starts_its_periods_where_the_same_calendar_kind_does() 
 #[tokio::test]
 async fn a_cron_schedule_is_written_ahead_extended_when_short_and_cleared_when_changed() {
     let env = env().await;
-    env.declare("minutely", cron("* * * * *"), "UTC").await;
+    env.declare_resetting("minutely", cron("* * * * *"), "UTC")
+        .await;
     let written = env.scheduled("minutely").await;
     assert_eq!(written.len(), 1_000, "a schedule that fires every minute");
     let minutes: Vec<i64> = env
@@ -932,7 +907,8 @@ async fn a_cron_schedule_is_written_ahead_extended_when_short_and_cleared_when_c
     assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 0);
 
     // A yearly schedule: the next boundary is written however far, and it is not short.
-    env.declare("july", cron("0 0 1 7 *"), "UTC").await;
+    env.declare_resetting("july", cron("0 0 1 7 *"), "UTC")
+        .await;
     let july = env.scheduled("july").await;
     assert_eq!(july.len(), 1, "{july:?}");
     assert!(july[0].ends_with("-07-01T00:00:00Z"), "{july:?}");
@@ -957,7 +933,7 @@ async fn a_cron_schedule_is_written_ahead_extended_when_short_and_cleared_when_c
 #[tokio::test]
 async fn a_manual_reset_waits_for_the_command_in_flight() {
     let mut env = env().await;
-    env.declare("season", Reset::Manual, "UTC").await;
+    env.declare_resetting("season", Reset::Manual, "UTC").await;
     let tx = env.client.transaction().await.expect("tx");
     tx.execute(
         "SELECT pg_advisory_xact_lock_shared(lb_period_lock_key('season'))",
@@ -971,7 +947,7 @@ async fn a_manual_reset_waits_for_the_command_in_flight() {
             .await
             .expect("reset")
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    lock_waits(&env.test_db.client().await, 1).await;
     assert!(
         !reset.is_finished(),
         "the reset must wait for the command in flight"

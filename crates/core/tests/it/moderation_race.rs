@@ -7,14 +7,13 @@
 //! reads `removed_entries` after its commit. An erasure sweeps under it what a command that
 //! committed during the erasure's long statement left.
 
-use std::time::{Duration, Instant};
-
 use ledgerboard_core::board::moderation::{Action, Command, moderate};
 use ledgerboard_core::board::{self, apply_score_command};
-use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::{BoardId, UserId};
 use ledgerboard_testkit::TestDb;
+
+use crate::common::{Env, env, lock_waits};
 use serde_json::Number;
 use uuid::Uuid;
 
@@ -40,39 +39,9 @@ async fn add(db: &Database, delta: i64) -> (i64, i64) {
     (outcome.score, outcome.version)
 }
 
-/// Waits until `n` sessions of the database wait for a lock.
-async fn waiting(client: &tokio_postgres::Client, n: i64) {
-    let started = Instant::now();
-    loop {
-        let row = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .expect("pg_stat_activity");
-        if row.get::<_, i64>(0) >= n {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "fewer than {n} sessions waiting for a lock"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// A database of its own, with the member at (10, 2).
 async fn setup() -> (TestDb, Database) {
-    let test_db = TestDb::create().await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        pool_max_size: Count::of(10),
-        ..DatabaseSettings::default()
-    };
-    migrate(&settings).await.expect("migrate");
-    let db = Database::connect(&settings, "moderation-race-test").expect("pool");
+    let Env { test_db, db, .. } = env().await;
     add(&db, 5).await;
     assert_eq!(add(&db, 5).await, (10, 2));
     (test_db, db)
@@ -136,12 +105,12 @@ async fn race(
             .await
         }
     });
-    waiting(&watcher, 1).await;
+    lock_waits(&watcher, 1).await;
     let command = tokio::spawn({
         let db = db.clone();
         async move { add(&db, 7).await }
     });
-    waiting(&watcher, 2).await;
+    lock_waits(&watcher, 2).await;
     hold.commit().await.expect("release the row");
 
     let done = moderation
@@ -214,7 +183,7 @@ async fn an_erasure_takes_the_event_of_a_command_committing_during_it() {
         let db = db.clone();
         async move { erase(&db).await }
     });
-    waiting(&watcher, 1).await;
+    lock_waits(&watcher, 1).await;
     command.commit().await.expect("the command commits");
     let erased = erasure.await.expect("erasure task");
     assert_eq!(erased["entries"], 1, "{erased:?}");

@@ -2,29 +2,19 @@
 //! refusal to change the rule of a board that has entries, including an entry whose command
 //! is still in flight when the change arrives.
 
-use std::time::Duration;
-
 use ledgerboard_core::board::definitions::{
     self, Declaration, DefineError, Expect, define, list, update,
 };
-use ledgerboard_core::config::DatabaseSettings;
 use ledgerboard_core::db::{Database, StoreError};
 use ledgerboard_core::definition::{Operator, Sort, TieBreak};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_testkit::TestDb;
 
+use crate::common::{Env, env, lock_waits};
+
 async fn database() -> (TestDb, Database) {
-    let db = TestDb::create().await;
-    ledgerboard_testkit::migrate(&db.url).await;
-    let pool = Database::connect(
-        &DatabaseSettings {
-            url: db.url.as_str().into(),
-            ..DatabaseSettings::default()
-        },
-        "definitions-test",
-    )
-    .expect("pool");
-    (db, pool)
+    let Env { test_db, db, .. } = env().await;
+    (test_db, db)
 }
 
 fn board(name: &str) -> BoardId {
@@ -262,7 +252,7 @@ async fn a_rule_change_waits_for_the_command_in_flight_and_then_refuses() {
             async move { definitions::declare(&pool, &board("fresh"), &time_trial()).await },
         )
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    lock_waits(&db.client().await, 1).await;
     assert!(
         !definer.is_finished(),
         "the definer must wait for the command in flight"

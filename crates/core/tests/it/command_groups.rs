@@ -7,35 +7,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::common::{Env, env};
 use ledgerboard_core::board::group::CommandGroups;
-use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, StoreError, migrate};
+use ledgerboard_core::db::StoreError;
 use ledgerboard_core::domain::{BoardId, CommandOutcome, Delta, EventId, ScoreCommand, UserId};
-use ledgerboard_testkit::{TestDb, wait_until};
+use ledgerboard_testkit::wait_until;
 use uuid::Uuid;
-
-struct Env {
-    _db: TestDb,
-    db: Database,
-    client: tokio_postgres::Client,
-}
-
-async fn env() -> Env {
-    let test_db = TestDb::create().await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        pool_max_size: Count::of(24),
-        ..DatabaseSettings::default()
-    };
-    migrate(&settings).await.expect("migrate");
-    let db = Database::connect(&settings, "command-groups-test").expect("pool");
-    let client = test_db.client().await;
-    Env {
-        _db: test_db,
-        db,
-        client,
-    }
-}
 
 fn add(event: Uuid, board: &str, user: &str, delta: i64) -> ScoreCommand {
     ScoreCommand::add(
@@ -309,9 +286,33 @@ async fn many_clients_on_shared_users_and_new_members_add_up_without_deadlocks()
         started.elapsed()
     );
     // A deadlock between groups costs a second (deadlock_timeout) and fails a group, whose
-    // commands then run alone: the sums below would still hold, so count them. The statistics
-    // reach pg_stat_database within a second of a session going idle.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // commands then run alone: the sums below would still hold, so count them. A session's
+    // statistics reach pg_stat_database when it ends (an idle one's only within a second): end
+    // the pool's sessions and wait until they are gone, then read.
+    drop(groups);
+    env.client
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .expect("end the pool's sessions");
+    wait_until(Duration::from_secs(10), || async {
+        let others: i64 = env
+            .client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("sessions")
+            .get(0);
+        others == 0
+    })
+    .await
+    .expect("the pool's sessions end within 10 s");
     let deadlocks: i64 = env
         .client
         .query_one(

@@ -3,39 +3,20 @@
 //! period's verification: it holds, it holds with changes its records explain (an erasure after
 //! the close, a ban at the close, a removal), or it does not hold (a row edited by hand).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::common::{self, Env};
 use ledgerboard_core::board::definitions::{self, Declaration};
 use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
-use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, migrate};
+use ledgerboard_core::db::Database;
 use ledgerboard_core::definition::{Operator, Reset};
 use ledgerboard_core::domain::{BoardId, UserId};
-use ledgerboard_testkit::TestDb;
+use ledgerboard_testkit::wait_until;
 use serde_json::Number;
 use uuid::Uuid;
 
-struct Env {
-    _db: TestDb,
-    db: Database,
-    client: tokio_postgres::Client,
-}
-
 async fn env() -> Env {
-    let test_db = TestDb::create().await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        pool_max_size: Count::of(10),
-        ..DatabaseSettings::default()
-    };
-    migrate(&settings).await.expect("migrate");
-    let db = Database::connect(&settings, "verification-test").expect("pool");
-    let client = test_db.client().await;
-    let env = Env {
-        _db: test_db,
-        db,
-        client,
-    };
+    let env = common::env().await;
     let declaration = Declaration {
         operator: Some(Operator::Add),
         reset: Some(Reset::Manual),
@@ -57,7 +38,7 @@ fn user(name: &str) -> UserId {
 
 impl Env {
     /// One add command on the cup; the period it landed in.
-    async fn add(&self, name: &str, delta: i64) -> String {
+    async fn add_to_cup(&self, name: &str, delta: i64) -> String {
         let def = definitions::get(&self.db, &cup())
             .await
             .expect("definition");
@@ -88,17 +69,16 @@ impl Env {
         periods::reset(&self.db, &cup(), "test")
             .await
             .expect("reset");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while periods::current(&self.db, &cup())
-            .await
-            .expect("periods")
-            .expect("resets")
-            .current
-            == period
-        {
-            assert!(Instant::now() < deadline, "the next period never opened");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_until(Duration::from_secs(5), || async {
+            periods::current(&self.db, &cup())
+                .await
+                .expect("periods")
+                .expect("resets")
+                .current
+                != period
+        })
+        .await
+        .expect("the next period opens");
         self.client
             .execute(
                 "UPDATE leaderboard_outbox SET published_at = now() WHERE published_at IS NULL",
@@ -120,28 +100,6 @@ impl Env {
             .await
             .expect("verify")
             .expect("closed")
-    }
-
-    /// Waits until a session of this database waits for a lock (a condition, polled).
-    async fn until_one_waits(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let waiting: i64 = self
-                .client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity
-                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .expect("pg_stat_activity")
-                .get(0);
-            if waiting > 0 {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no session waits for a lock");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
     }
 }
 
@@ -181,8 +139,8 @@ async fn at_or_after(client: &tokio_postgres::Client, a: &str, b: &str) -> bool 
 #[tokio::test]
 async fn a_moderation_is_recorded_once_its_lock_is_granted() {
     let env = env().await;
-    env.add("ann", 5).await;
-    let holder = env._db.client().await;
+    env.add_to_cup("ann", 5).await;
+    let holder = env.test_db.client().await;
     holder
         .batch_execute("BEGIN; LOCK TABLE user_scores IN ROW EXCLUSIVE MODE")
         .await
@@ -196,7 +154,7 @@ async fn a_moderation_is_recorded_once_its_lock_is_granted() {
         )
         .await
     });
-    env.until_one_waits().await;
+    env.wait_for_a_lock_wait().await;
     let released: String = holder
         .query_one(
             "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC',
@@ -233,9 +191,9 @@ async fn a_moderation_is_recorded_once_its_lock_is_granted() {
 #[tokio::test]
 async fn a_command_committed_during_a_bans_wait_is_judged_without_a_window() {
     let env = env().await;
-    let period = env.add("ann", 5).await;
+    let period = env.add_to_cup("ann", 5).await;
     let action_id = Uuid::new_v4();
-    let holder = env._db.client().await;
+    let holder = env.test_db.client().await;
     holder
         .batch_execute(&format!(
             "BEGIN; INSERT INTO moderation_actions (action_id, action, user_id, reason, actor, digest)
@@ -252,9 +210,9 @@ async fn a_command_committed_during_a_bans_wait_is_judged_without_a_window() {
         )
         .await
     });
-    env.until_one_waits().await;
+    env.wait_for_a_lock_wait().await;
     // ann scores while the ban waits: version 2, an event later than the ban's start.
-    assert_eq!(env.add("ann", 1).await, period);
+    assert_eq!(env.add_to_cup("ann", 1).await, period);
     holder.batch_execute("ROLLBACK").await.expect("release");
     let ban = ban.await.expect("ban task");
     assert_eq!(ban.result["entries"], 1, "{:?}", ban.result);
@@ -262,7 +220,7 @@ async fn a_command_committed_during_a_bans_wait_is_judged_without_a_window() {
     // above her newest event's, explained by the ban and the unban.
     env.moderate(moderation::Action::Unban { user: user("ann") })
         .await;
-    env.add("bob", 3).await;
+    env.add_to_cup("bob", 3).await;
     env.end_and_close(&period).await;
     let v = env.verify(&period).await;
     assert_eq!(
@@ -279,9 +237,9 @@ async fn a_command_committed_during_a_bans_wait_is_judged_without_a_window() {
 #[tokio::test]
 async fn explained_changes_hold_and_hand_edits_do_not() {
     let env = env().await;
-    let period = env.add("ann", 30).await;
+    let period = env.add_to_cup("ann", 30).await;
     for (name, delta) in [("bob", 20), ("cid", 10), ("dan", 5), ("eve", 1)] {
-        env.add(name, delta).await;
+        env.add_to_cup(name, delta).await;
     }
     let in_period = cup().in_period(&period).expect("period board");
     env.moderate(moderation::Action::Remove {
@@ -394,8 +352,8 @@ async fn explained_changes_hold_and_hand_edits_do_not() {
 #[tokio::test]
 async fn a_row_left_out_with_no_record_does_not_hold() {
     let env = env().await;
-    let period = env.add("ann", 30).await;
-    env.add("bob", 20).await;
+    let period = env.add_to_cup("ann", 30).await;
+    env.add_to_cup("bob", 20).await;
     env.end_and_close(&period).await;
     assert_eq!(env.verify(&period).await.outcome(), periods::Outcome::Holds);
     env.client

@@ -2,37 +2,13 @@
 //! the real PostgreSQL: what each operator's statement writes to user_scores, score_events and
 //! the outbox, the answer (`improved`), repeats and 409s, bounds and the revision check.
 
+use crate::common::{Env, env};
 use ledgerboard_core::board::{self, apply_score_command};
-use ledgerboard_core::config::{Count, DatabaseSettings};
-use ledgerboard_core::db::{Database, StoreError, migrate};
+use ledgerboard_core::db::StoreError;
 use ledgerboard_core::definition::BoardDefinition;
 use ledgerboard_core::domain::{CommandOutcome, ValidationError};
-use ledgerboard_testkit::TestDb;
 use serde_json::{Number, Value, json};
 use uuid::Uuid;
-
-struct Env {
-    _db: TestDb,
-    db: Database,
-    client: tokio_postgres::Client,
-}
-
-async fn env() -> Env {
-    let test_db = TestDb::create().await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        pool_max_size: Count::of(20),
-        ..DatabaseSettings::default()
-    };
-    migrate(&settings).await.expect("migrate");
-    let db = Database::connect(&settings, "commands-test").expect("pool");
-    let client = test_db.client().await;
-    Env {
-        _db: test_db,
-        db,
-        client,
-    }
-}
 
 impl Env {
     /// Declares `board` by hand (definitions management is not this test's subject).

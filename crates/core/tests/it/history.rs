@@ -1,19 +1,14 @@
 //! The reconciler's pass history and the operators' audit log (V11): bounded by the insert
 //! itself, read newest first, and each board's last result found among the recent reports.
 
-use ledgerboard_core::config::DatabaseSettings;
 use ledgerboard_core::db::{Database, history};
-use ledgerboard_testkit::{TestDb, migrate};
+use ledgerboard_testkit::TestDb;
+
+use crate::common::{Env, env};
 use serde_json::json;
 
 async fn database() -> (TestDb, Database) {
-    let test_db = TestDb::create().await;
-    migrate(&test_db.url).await;
-    let settings = DatabaseSettings {
-        url: test_db.url.as_str().into(),
-        ..DatabaseSettings::default()
-    };
-    let db = Database::connect(&settings, "history-test").expect("pool");
+    let Env { test_db, db, .. } = env().await;
     (test_db, db)
 }
 

@@ -1,0 +1,20 @@
+//! The core crate's integration tests: one binary (one link of the workspace), one module
+//! per concern, fixtures shared through `common` and the testkit.
+
+mod abandoned;
+mod claim_plan;
+mod cluster;
+mod command_groups;
+mod commands;
+mod common;
+mod definitions;
+mod entry_counts;
+mod generation;
+mod history;
+mod moderation_race;
+mod periods;
+mod schema;
+mod store;
+mod tls;
+mod verification;
+mod wakeup;
