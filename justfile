@@ -34,8 +34,9 @@ test:
     step hadolint deploy/docker/Dockerfile
     step check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
     step deploy/k8s/validate.sh
-    step deploy/tools/check-fresh-clone.sh
+    # Before the fresh-clone check, which starts from these artifacts (its dependencies).
     step cargo build -q --workspace --bins
+    step deploy/tools/check-fresh-clone.sh
     step target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     step cargo test --workspace
 

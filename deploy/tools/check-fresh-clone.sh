@@ -7,7 +7,7 @@
 # outer `just test` already runs with PATH limited the same way (deploy/tools/env.sh).
 #
 # The clone's stack uses its own database, Redis namespace and ports, so a running `just up`
-# is left alone; its build goes to target/fresh-clone (one full debug build the first time).
+# is left alone; its build goes to target/fresh-clone (seeded from target/debug: see below).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ledgerboard-fresh.XXXXXX")
@@ -26,6 +26,17 @@ export LEDGERBOARD__API__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD__RECONCILER__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD_PROJECTOR_PORT_BASE=0
 export CARGO_TARGET_DIR="$root/target/fresh-clone"
+# The clone's crates build anew (their path is another), but the registry dependencies are
+# the ones the outer `cargo build --workspace --bins` built (`just test` runs that first):
+# start from its artifacts. The first clone build thus compiles ledgerboard's crates only.
+# deps/ (gigabytes) is hard-linked: a fresh dependency is only read there, and the clone's own
+# crates get files of their own names. The fingerprints and build-script outputs (megabytes),
+# which cargo rewrites in place, are copied.
+if [ ! -d "$CARGO_TARGET_DIR/debug" ] && [ -d "$root/target/debug/deps" ]; then
+    mkdir -p "$CARGO_TARGET_DIR/debug"
+    cp -al "$root/target/debug/deps" "$CARGO_TARGET_DIR/debug/"
+    cp -r "$root/target/debug/build" "$root/target/debug/.fingerprint" "$CARGO_TARGET_DIR/debug/"
+fi
 # A new user's PATH: a new machine's tools only (just, the venv and the installed tools hidden).
 user_path="$root/.local/tools/path"
 [ -d "$user_path" ] || { echo "source deploy/tools/env.sh first (no $user_path)" >&2; exit 1; }

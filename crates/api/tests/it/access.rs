@@ -1,7 +1,7 @@
 //! Access control and hostile input: who may write, read and how often, and input that must
 //! be refused with a clear answer while PostgreSQL stays unchanged.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -11,7 +11,9 @@ use axum::http::{Request, StatusCode, header};
 use common::{Settings, TestApi, send_with_headers, test_api};
 use ledgerboard_api::settings::ReadAccess;
 use ledgerboard_core::auth::hash_token;
-use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, http_request};
+use ledgerboard_testkit::{
+    Process, TestDb, TestRedis, daemon_env, http_request, wait_until_blocking,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -313,14 +315,18 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
     third
         .write_all(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .expect("request");
-    third
-        .set_read_timeout(Some(Duration::from_millis(150)))
-        .expect("timeout");
+    // Not accepted: it waits in the listen backlog (a broken cap would take it at once), and
+    // nothing has been answered on it.
+    wait_until_blocking(Duration::from_secs(10), || accept_queue(&addr) == 1)
+        .expect("the third connection waits, un-accepted, in the listen backlog");
+    third.set_nonblocking(true).expect("nonblocking");
     let mut byte = [0u8; 1];
+    let read = third.read(&mut byte);
     assert!(
-        third.read(&mut byte).is_err(),
-        "a third connection was served beyond the cap"
+        matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a third connection was served beyond the cap: {read:?}"
     );
+    third.set_nonblocking(false).expect("blocking");
     drop(held);
     third
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -337,4 +343,28 @@ async fn slow_and_excess_connections_cannot_hold_the_daemon() {
             .terminate(Duration::from_secs(10))
             .is_some_and(|s| s.success())
     );
+}
+
+/// How many connections wait, un-accepted, in the accept queue of the socket listening at
+/// `addr` (127.0.0.1:port): a listening socket's `rx_queue` in Linux's /proc/net/tcp.
+fn accept_queue(addr: &str) -> usize {
+    let port: u16 = addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    let local = format!("0100007F:{port:04X}");
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // 0A: LISTEN; field 4 is tx_queue:rx_queue in hex.
+            (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
+                .then(|| fields.get(4)?.split(':').nth(1))
+                .flatten()
+                .and_then(|rx| usize::from_str_radix(rx, 16).ok())
+        })
+        .sum()
 }

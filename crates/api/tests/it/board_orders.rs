@@ -4,7 +4,7 @@
 //! (PostgreSQL) and `consistency=eventual` (Redis). The PostgreSQL walk is also checked
 //! against the order and ranks computed here, so that two paths wrong the same way fail too.
 
-mod common;
+use crate::common;
 
 use axum::Router;
 use axum::http::StatusCode;

@@ -2,7 +2,7 @@
 //! the refusal to change the rule of a board with entries, bounds errors, an idempotent PUT,
 //! and a PUT that the api's own definition cache shows at once.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};

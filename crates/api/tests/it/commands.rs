@@ -1,6 +1,6 @@
 //! The score command against the real PostgreSQL: each test has a database of its own.
 
-mod common;
+use crate::common;
 
 use common::{Settings, app_with, send};
 use std::time::{Duration, Instant};

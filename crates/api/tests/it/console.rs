@@ -3,7 +3,7 @@
 //! shown as such, never as a state it only looks like (a verdict of `missing`, "no period", an
 //! empty table), in the pages and in the JSON.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ fn assert_no_leak(what: &str, page: &str) {
 /// Every route of the console's router with its methods, read from the router's own source,
 /// so that a route added later is checked too.
 fn console_routes() -> Vec<(String, Vec<&'static str>)> {
-    let source = include_str!("../src/console/mod.rs");
+    let source = include_str!("../../src/console/mod.rs");
     let start = source.find("pub fn routes(").expect("the router");
     let body = &source[start..];
     let body = &body[..body.find("\n}\n").expect("the router's end")];

@@ -1,6 +1,6 @@
 //! `ledgerboard-api` as a process on a real socket.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! reconciler's rebuild first, then the projector's scripts for every later command (a
 //! member's improvement moves it to a new tie key).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

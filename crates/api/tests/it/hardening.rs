@@ -3,13 +3,13 @@
 //! client, and which address the rate limit counts (an IPv6 /64; forwarding headers only from
 //! a trusted proxy).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_harness::http;
-use ledgerboard_testkit::{Process, Scrape, TestDb, migrate};
+use ledgerboard_testkit::{Process, Scrape, TestDb, migrate, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -155,6 +155,27 @@ async fn connect_from(source: &str, addr: SocketAddr) -> TcpStream {
     socket.connect(addr).await.expect("connect")
 }
 
+/// Sends one request on `stream` and reads its answer's status line, leaving the connection
+/// open (no `Connection: close`; the small 404 of an unknown path is read whole or not at all).
+async fn kept_open_answer(stream: &mut TcpStream) -> Option<String> {
+    stream
+        .write_all(b"GET /nothing-here HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(2).any(|w| w == b"\r\n") {
+        match tokio::time::timeout(LIMIT, stream.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .map(str::to_owned)
+}
+
 /// Sends one request on `stream`, closing after it, and reads the answer's status line.
 async fn status_on(stream: &mut TcpStream) -> Option<String> {
     let _ = stream
@@ -173,12 +194,19 @@ async fn one_client_cannot_open_more_than_its_connections() {
         ("LEDGERBOARD__API__HEADER_TIMEOUT_MS", "30000"),
     ])
     .await;
-    let held = [
+    let mut held = [
         connect_from("127.0.0.1", addr).await,
         connect_from("127.0.0.1", addr).await,
     ];
-    // The server counts a connection once it accepted it: give it the time to.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The server counts a connection once it accepted it: an answer on each shows it did (they
+    // stay open: keep-alive, and the header timeout is 30 s).
+    for stream in &mut held {
+        assert_eq!(
+            kept_open_answer(stream).await.as_deref(),
+            Some("HTTP/1.1 404 Not Found"),
+            "a held connection was not served"
+        );
+    }
     let mut third = connect_from("127.0.0.1", addr).await;
     let answer = status_on(&mut third).await;
     assert_eq!(
@@ -192,16 +220,17 @@ async fn one_client_cannot_open_more_than_its_connections() {
     assert_eq!(closed_by_server(&mut api, "per_client_cap"), Some(1.0));
     // A closed connection frees its place.
     drop(held);
-    let mut again = None;
-    for _ in 0..50 {
+    // The server notices the close on its next read of each: until then a new one may be refused.
+    let again = std::cell::RefCell::new(None);
+    wait_until(Duration::from_millis(2_500), || async {
         let mut next = connect_from("127.0.0.1", addr).await;
-        again = status_on(&mut next).await;
-        if again.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(again.as_deref(), Some("HTTP/1.1 200 OK"));
+        let answer = status_on(&mut next).await;
+        let served = answer.is_some();
+        *again.borrow_mut() = answer;
+        served
+    })
+    .await;
+    assert_eq!(again.into_inner().as_deref(), Some("HTTP/1.1 200 OK"));
     assert!(api.terminate(LIMIT).is_some_and(|s| s.success()));
 }
 

@@ -3,7 +3,7 @@
 //! actor (the token's name), and a ban seen at once by a strong read (the database path).
 //! What the commands do to PostgreSQL and Redis is reconciler/tests/moderation.rs's subject.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};

@@ -1,6 +1,6 @@
 //! The OpenAPI document and its rendered page.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

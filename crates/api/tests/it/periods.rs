@@ -4,9 +4,9 @@
 //! each answer naming its period. Where a period starts by the schedule is core's test
 //! (`core/tests/periods.rs`: daily, weekly, monthly in a zone, every n seconds).
 
-mod common;
+use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -14,6 +14,7 @@ use axum::http::{Request, StatusCode, header};
 use common::{TestEnv, app_with, both, get, seal, send};
 use ledgerboard_core::config::Millis;
 use ledgerboard_projector::Projector;
+use ledgerboard_testkit::wait_until;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -124,19 +125,17 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     assert_eq!(status, StatusCode::OK, "{opened}");
     let p2 = opened["period"].as_str().expect("period").to_owned();
     assert!(p2 > p1 && opened["opened"] == json!(true), "{opened}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (_, now) = get(&app, "/v1/boards/season/top?consistency=strong").await;
-        if now["period"] == json!(p2) {
-            assert_eq!(now["total"], json!(0), "a new period starts empty: {now}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "period {p2} never became current: {now}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let now = std::cell::RefCell::new(Value::Null);
+    let current = wait_until(Duration::from_secs(5), || async {
+        let (_, page) = get(&app, "/v1/boards/season/top?consistency=strong").await;
+        let current = page["period"] == json!(p2);
+        *now.borrow_mut() = page;
+        current
+    })
+    .await;
+    let now = now.into_inner();
+    assert!(current.is_some(), "period {p2} never became current: {now}");
+    assert_eq!(now["total"], json!(0), "a new period starts empty: {now}");
     let bob = post(&app, "season", &uuid::Uuid::new_v4().to_string(), "bob", 5).await;
     assert_eq!(bob["period"], json!(p2), "{bob}");
     assert_eq!(
@@ -342,7 +341,16 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     );
     assert_eq!(existing().await, 0, "its keys are dropped");
     // The api learns of it within its period cache's time (50 ms here).
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    wait_until(Duration::from_secs(5), || async {
+        let (_, page) = get(
+            &app,
+            &format!("/v1/boards/season/top?period={p1}&consistency=eventual"),
+        )
+        .await;
+        page["freshness"]["reason"] == "period_archived"
+    })
+    .await
+    .expect("the api learns of the archive");
     for consistency in ["eventual", "bounded"] {
         let (status, page) = get(
             &app,

@@ -3,7 +3,7 @@
 //! effect, nothing accepted is lost, and once the outbox drains the projection equals
 //! PostgreSQL; reads recover without a restart of the api.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! reconciliation pass runs. A board whose keys vanish, an empty Redis, a hand-added member, an
 //! unknown lag, one board's large backlog, and rebuilds under constant writes.
 
-mod common;
+use crate::common;
 
 use common::{TestEnv, app_with, entries, get, seal};
 use std::cell::{Cell, RefCell};

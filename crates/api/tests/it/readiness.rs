@@ -2,7 +2,7 @@
 //! connection of its own), so commands that hold every pooled connection do not make the api
 //! unready, while a PostgreSQL that stops answering does, once the staleness bound has passed.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

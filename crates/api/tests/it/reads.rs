@@ -1,7 +1,7 @@
 //! Leaderboard reads against the real PostgreSQL and Redis: both paths give identical pages,
 //! each consistency mode picks the right source, and outages of either server are handled.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{TestEnv, app_with, get, seal};

@@ -5,7 +5,7 @@
 //! (with its LISTEN session) projects them, the reconciler seals the board on request, and a
 //! read comes from the projection.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

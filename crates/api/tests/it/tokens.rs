@@ -2,7 +2,7 @@
 //! rate-limit bucket with an honest Retry-After. The router in process, on a database and a
 //! Redis namespace of the test's own.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -33,16 +33,16 @@ async fn api(tweak: impl FnOnce(&mut Settings)) -> TestApi {
 }
 
 impl TestApi {
-    async fn send(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Value) {
+    async fn send_json(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Value) {
         let (status, headers, text) = send_with_headers(&self.app, request).await;
         let body = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{status} not JSON ({e}): {text:?}"));
         (status, headers, body)
     }
 
-    async fn post(&self, board: &str, token: &str) -> (StatusCode, HeaderMap, Value) {
+    async fn post_delta(&self, board: &str, token: &str) -> (StatusCode, HeaderMap, Value) {
         let body = json!({"event_id": uuid::Uuid::new_v4(), "user_id": "u", "delta": 1});
-        self.send(
+        self.send_json(
             Request::post(format!("/v1/boards/{board}/scores"))
                 .header(header::CONTENT_TYPE, "application/json")
                 .header(header::AUTHORIZATION, format!("Bearer {token}"))
@@ -53,7 +53,7 @@ impl TestApi {
     }
 
     async fn read(&self, token: &str) -> StatusCode {
-        self.send(
+        self.send_json(
             Request::get("/v1/boards/season-eu/top?consistency=strong")
                 .header(header::AUTHORIZATION, format!("Bearer {token}"))
                 .body(Body::empty())
@@ -68,7 +68,7 @@ impl TestApi {
 async fn write_all_and_multi_scope_tokens_write_where_their_scopes_say() {
     let api = api(|_| {}).await;
     for board in ["season-eu", "season-us", "any-other-board"] {
-        let (status, _, body) = api.post(board, ANY).await;
+        let (status, _, body) = api.post_delta(board, ANY).await;
         assert_eq!(status, StatusCode::CREATED, "write:* on {board}: {body}");
     }
     // Several scopes in one entry (spaces around `@` and `,` allowed): each one counts.
@@ -77,10 +77,10 @@ async fn write_all_and_multi_scope_tokens_write_where_their_scopes_say() {
         ("season-us", StatusCode::CREATED),
         ("season-asia", StatusCode::FORBIDDEN),
     ] {
-        let (status, _, body) = api.post(board, MULTI).await;
+        let (status, _, body) = api.post_delta(board, MULTI).await;
         assert_eq!(status, expected, "multi on {board}: {body}");
     }
-    let (status, _, body) = api.post("season-us", EU).await;
+    let (status, _, body) = api.post_delta("season-us", EU).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["error"]["code"], "forbidden", "{body}");
     // With `auth.reads = token` every valid token reads, whatever its write scopes.
@@ -100,7 +100,7 @@ async fn a_token_that_floods_meets_its_own_limit_and_an_honest_retry_after() {
     let mut statuses = Vec::new();
     let mut retry_after = None;
     for _ in 0..6 {
-        let (status, headers, body) = api.post("season-eu", ANY).await;
+        let (status, headers, body) = api.post_delta("season-eu", ANY).await;
         if status == StatusCode::TOO_MANY_REQUESTS {
             assert_eq!(body["error"]["code"], "rate_limited", "{body}");
             retry_after = headers
@@ -120,15 +120,15 @@ async fn a_token_that_floods_meets_its_own_limit_and_an_honest_retry_after() {
 
     // Other tokens have buckets of their own. The flooding token's bucket is for every call
     // it makes: its reads are limited too.
-    let (status, _, body) = api.post("season-eu", EU).await;
+    let (status, _, body) = api.post_delta("season-eu", EU).await;
     assert_eq!(status, StatusCode::CREATED, "another token: {body}");
-    let (status, _, body) = api.post("season-us", MULTI).await;
+    let (status, _, body) = api.post_delta("season-us", MULTI).await;
     assert_eq!(status, StatusCode::CREATED, "a third token: {body}");
     assert_eq!(api.read(ANY).await, StatusCode::TOO_MANY_REQUESTS);
 
     // Waiting what Retry-After said is enough: time passing is what this checks.
     tokio::time::sleep(Duration::from_secs(retry_after)).await;
-    let (status, _, body) = api.post("season-eu", ANY).await;
+    let (status, _, body) = api.post_delta("season-eu", ANY).await;
     assert_eq!(status, StatusCode::CREATED, "after Retry-After: {body}");
 }
 

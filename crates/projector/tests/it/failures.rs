@@ -2,7 +2,7 @@
 //! retried after a growing back-off, then parked; and, in leased mode, what it does with its
 //! leases when Redis is down: gives them back at once.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

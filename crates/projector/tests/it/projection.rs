@@ -1,6 +1,6 @@
 //! The projector against the real PostgreSQL and Redis.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

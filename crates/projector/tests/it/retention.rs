@@ -2,7 +2,7 @@
 //! is on, old events whose outbox row is gone are deleted on its schedule, and nothing newer.
 //! (`projection.rs` tests one retention pass and its lock; this is the loop that runs it.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

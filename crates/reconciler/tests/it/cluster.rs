@@ -2,7 +2,7 @@
 //! the lock, a repair, a rebuild (its six keys share the board's slot), and a pass after the
 //! board's slot moved to another master.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 

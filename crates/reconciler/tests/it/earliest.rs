@@ -4,7 +4,7 @@
 //! PostgreSQL and Redis. Rows are written to PostgreSQL by hand (tie and metadata as a command
 //! of an earliest board would write them), so these tests hold the projection's side alone.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

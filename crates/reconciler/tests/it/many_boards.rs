@@ -4,7 +4,7 @@
 //! rows); then the reconciler walks the boards in bounded passes that continue one another, and
 //! reports each board with drift, without ever scanning Redis's key space.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::collections::{BTreeMap, BTreeSet};

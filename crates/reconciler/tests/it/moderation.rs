@@ -4,7 +4,7 @@
 //! (the database's statements and the projection's script) and compared, ranks, total and
 //! percentile included; Redis is also read raw, before any repair.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

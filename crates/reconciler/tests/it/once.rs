@@ -1,6 +1,6 @@
 //! `ledgerboard-reconciler --once` as an operator runs it: the acceptance scenario.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use std::time::Duration;

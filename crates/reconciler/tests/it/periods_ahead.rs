@@ -3,7 +3,7 @@
 //! do not fall back to PostgreSQL waiting for a rebuild a read asked for. Real PostgreSQL and
 //! Redis, the reconciler's whole pass.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

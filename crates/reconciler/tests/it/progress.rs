@@ -2,7 +2,7 @@
 //! to Redis are `lagging`, a command projected while a pass looks is never `ahead`, and only
 //! invented state is. Real PostgreSQL, real Redis, the real command path and a real projector.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::Arc;

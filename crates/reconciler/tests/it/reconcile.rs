@@ -1,6 +1,6 @@
 //! The reconciler against the real PostgreSQL and Redis.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The reconciler recovering from what others left behind: a lock whose holder died, a pass
 //! aborted half-way, a Redis whose script cache was emptied, a rebuild that died half-way.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! The rebuild requests that reads, projectors and walks leave for the reconciler daemon.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,0 +1,24 @@
+//! The api crate's integration tests: one binary (one link of the workspace), one module
+//! per concern, fixtures shared through `common` and the testkit.
+
+mod access;
+mod board_orders;
+mod boards;
+mod coalesce;
+mod commands;
+mod common;
+mod console;
+mod daemon;
+mod games;
+mod hardening;
+mod moderation;
+mod openapi;
+mod periods;
+mod pgbouncer;
+mod postgres_restart;
+mod projection_truth;
+mod readiness;
+mod reads;
+mod rolling_restart;
+mod tls;
+mod tokens;

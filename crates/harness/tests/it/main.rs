@@ -1,0 +1,5 @@
+//! The harness crate's integration tests: one binary (one link of the workspace), one module
+//! per concern, fixtures shared through `common` and the testkit.
+
+mod browser;
+mod cluster;

@@ -1,0 +1,8 @@
+//! The projector crate's integration tests: one binary (one link of the workspace), one module
+//! per concern, fixtures shared through `common` and the testkit.
+
+mod common;
+mod failures;
+mod lifecycle;
+mod projection;
+mod retention;
