@@ -15,7 +15,7 @@ down:
     deploy/local/down.sh
 
 # The quick benchmark only checks that the harness still runs; its figures are not for reading.
-# Tools, format check, clippy, module cycles, alert rules, container files, k8s manifests,
+# Tools, format check, clippy, module cycles, doc paths, alert rules, container files, k8s manifests,
 # the fresh-clone check, quick benchmark, every test on real servers.
 test:
     #!/usr/bin/env bash
@@ -29,6 +29,7 @@ test:
     step cargo fmt --all --check
     step cargo clippy --workspace --all-targets -- -D warnings
     step python3 deploy/tools/check-module-cycles.py
+    step python3 deploy/tools/check-doc-paths.py
     step promtool check rules deploy/observability/alerts.yaml
     step promtool test rules deploy/observability/alerts.test.yaml
     step hadolint deploy/docker/Dockerfile
