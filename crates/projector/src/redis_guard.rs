@@ -27,6 +27,10 @@ pub async fn inspect(store: &Store) -> Result<Vec<RedisMemory>, ReadModelError> 
     let limits = on_each(&["CONFIG", "GET", "maxmemory"]).await?;
     let infos = on_each(&["INFO", "memory"]).await?;
     let mut nodes = Vec::new();
+    // A reply this cannot read is an error, never an empty policy or a zero: an unread
+    // `allkeys-lru` must not pass as safe (the caller reports what it could not read).
+    let unreadable =
+        |node: &str, what: &str| ReadModelError::Reply(format!("{node}: {what} could not be read"));
     for (node, policy) in policies {
         let reply_of = |replies: &[(String, Value)]| {
             replies
@@ -41,17 +45,18 @@ pub async fn inspect(store: &Store) -> Result<Vec<RedisMemory>, ReadModelError> 
         };
         let info: String = reply_of(&infos)
             .and_then(|v| redis::from_redis_value(v).ok())
-            .unwrap_or_default();
+            .ok_or_else(|| unreadable(&node, "INFO memory"))?;
         let used_memory = info
             .lines()
             .find_map(|l| l.strip_prefix("used_memory:"))
             .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
+            .ok_or_else(|| unreadable(&node, "INFO memory's used_memory"))?;
         nodes.push(RedisMemory {
-            policy: config_value(Some(policy)).unwrap_or_default(),
+            policy: config_value(Some(policy))
+                .ok_or_else(|| unreadable(&node, "maxmemory-policy"))?,
             maxmemory: config_value(reply_of(&limits))
                 .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
+                .ok_or_else(|| unreadable(&node, "maxmemory"))?,
             used_memory,
             node,
         });

@@ -10,6 +10,7 @@
 mod env;
 mod pgbouncer;
 mod scrape;
+pub mod stack;
 pub mod tls;
 
 pub use env::TestEnv;

@@ -8,70 +8,18 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
-use ledgerboard_api::settings::{ApiSettings, AuthSettings};
 use ledgerboard_api::{AppState, router};
-use ledgerboard_core::config::{self, ConfigError, DaemonSection, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_core::projection::Store;
-use ledgerboard_projector::settings::ProjectorSettings;
-use ledgerboard_reconciler::settings::ReconcilerSettings;
 use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, settings_for};
 use serde_json::Value;
 use tower::ServiceExt;
 
-/// The sections of the three daemons, which these tests run side by side; each daemon is
-/// handed its own (`Holds`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Stack {
-    pub api: ApiSettings,
-    pub auth: AuthSettings,
-    pub projector: ProjectorSettings,
-    pub reconciler: ReconcilerSettings,
-}
-
-pub type Settings = config::Settings<Stack>;
+/// The daemons' sections, the one copy in the testkit.
+pub use ledgerboard_testkit::stack::Stack;
+pub type Settings = ledgerboard_testkit::stack::StackSettings;
 pub type TestEnv = ledgerboard_testkit::TestEnv<Stack>;
-
-impl DaemonSection for Stack {
-    fn validate(settings: &Settings) -> Result<(), ConfigError> {
-        settings
-            .narrow::<ledgerboard_api::settings::Sections>()
-            .validate()?;
-        settings
-            .narrow::<ledgerboard_projector::settings::Sections>()
-            .validate()?;
-        settings
-            .narrow::<ledgerboard_reconciler::settings::Sections>()
-            .validate()
-    }
-}
-
-impl Holds<ledgerboard_api::settings::Sections> for Stack {
-    fn section(&self) -> ledgerboard_api::settings::Sections {
-        ledgerboard_api::settings::Sections {
-            api: self.api.clone(),
-            auth: self.auth.clone(),
-        }
-    }
-}
-
-impl Holds<ledgerboard_projector::settings::Sections> for Stack {
-    fn section(&self) -> ledgerboard_projector::settings::Sections {
-        ledgerboard_projector::settings::Sections {
-            projector: self.projector.clone(),
-        }
-    }
-}
-
-impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
-    fn section(&self) -> ledgerboard_reconciler::settings::Sections {
-        ledgerboard_reconciler::settings::Sections {
-            reconciler: self.reconciler.clone(),
-        }
-    }
-}
 
 /// A router on a database and a Redis namespace of the test's own, with `auth.tokens` =
 /// `tokens`, then `tweak`, validated and migrated.

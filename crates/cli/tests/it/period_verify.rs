@@ -2,9 +2,9 @@
 //! tell standings that hold with changes the records explain (a ban at the close, an erasure
 //! after it) from standings that do not hold (a frozen row edited by hand).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ledgerboard_testkit::TestDb;
+use ledgerboard_testkit::{TestDb, wait_until};
 use serde_json::{Value, json};
 
 const LBCTL: &str = env!("CARGO_BIN_EXE_lbctl");
@@ -72,19 +72,16 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
     assert_eq!(code, Some(0), "{err}");
     let (code, _, err) = lbctl(&db, &["board", "reset", "--board", "cup"]);
     assert_eq!(code, Some(0), "{err}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    wait_until(Duration::from_secs(5), || async {
         let now: String = client
             .query_one("SELECT lb_command_board('cup')", &[])
             .await
             .expect("current period")
             .get(0);
-        if now != cup {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the next period never opened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        now != cup
+    })
+    .await
+    .expect("the next period opens");
     // No projector runs here: the ban's outbox rows are projected by hand.
     client
         .execute(

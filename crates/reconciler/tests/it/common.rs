@@ -4,53 +4,16 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use ledgerboard_core::config::{self, ConfigError, DaemonSection, Holds};
 use ledgerboard_core::domain::BoardId;
 use ledgerboard_projector::Projector;
-use ledgerboard_projector::settings::ProjectorSettings;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;
 use ledgerboard_reconciler::report::PassReport;
-use ledgerboard_reconciler::settings::ReconcilerSettings;
 
-/// The sections of the projector and the reconciler, which these tests run side by side; each
-/// is handed its own (`Holds`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Stack {
-    pub projector: ProjectorSettings,
-    pub reconciler: ReconcilerSettings,
-}
-
-pub type Settings = config::Settings<Stack>;
+/// The daemons' sections, the one copy in the testkit.
+pub use ledgerboard_testkit::stack::Stack;
+pub type Settings = ledgerboard_testkit::stack::StackSettings;
 pub type TestEnv = ledgerboard_testkit::TestEnv<Stack>;
-
-impl DaemonSection for Stack {
-    fn validate(settings: &Settings) -> Result<(), ConfigError> {
-        settings
-            .narrow::<ledgerboard_projector::settings::Sections>()
-            .validate()?;
-        settings
-            .narrow::<ledgerboard_reconciler::settings::Sections>()
-            .validate()
-    }
-}
-
-impl Holds<ledgerboard_projector::settings::Sections> for Stack {
-    fn section(&self) -> ledgerboard_projector::settings::Sections {
-        ledgerboard_projector::settings::Sections {
-            projector: self.projector.clone(),
-        }
-    }
-}
-
-impl Holds<ledgerboard_reconciler::settings::Sections> for Stack {
-    fn section(&self) -> ledgerboard_reconciler::settings::Sections {
-        ledgerboard_reconciler::settings::Sections {
-            reconciler: self.reconciler.clone(),
-        }
-    }
-}
 
 /// Runs real projector batches until nothing is claimed.
 pub async fn drain(env: &TestEnv) {
