@@ -5,8 +5,9 @@ use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::periods::{self, Verification};
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::db::{self, Database};
 use ledgerboard_core::domain::BoardId;
+
+use crate::common;
 
 /// One period of a board.
 #[derive(clap::Args)]
@@ -51,8 +52,7 @@ pub enum PeriodCommand {
 
 pub async fn run(settings: &Settings, command: PeriodCommand) -> anyhow::Result<()> {
     use periods::CloseOutcome;
-    let db = Database::connect(&settings.database, "lbctl")?;
-    db::check_schema(&db).await?.ensure_compatible()?;
+    let db = common::database(&settings.database).await?;
     let (PeriodCommand::Close { period: args }
     | PeriodCommand::Show { period: args, .. }
     | PeriodCommand::Verify { period: args }) = &command;

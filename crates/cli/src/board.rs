@@ -1,0 +1,327 @@
+//! `lbctl board create|update|reset|show|remove-entry|list`: board definitions (core's
+//! `board/definitions.rs`) and a board's periods.
+
+use anyhow::Context;
+use clap::Subcommand;
+use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::moderation::Action;
+use ledgerboard_core::board::periods;
+use ledgerboard_core::config::Settings;
+use ledgerboard_core::definition::BoardDefinition;
+use ledgerboard_core::domain::{BoardId, UserId};
+use ledgerboard_core::projection::Store;
+
+use crate::common::{self, default_actor};
+use crate::moderation::{ModerationArgs, moderate};
+
+#[derive(Subcommand)]
+pub enum BoardCommand {
+    /// Declare a board that has no definition yet (what is left out takes its default).
+    Create {
+        #[arg(long)]
+        board: String,
+        /// add, best or latest.
+        #[arg(long)]
+        operator: String,
+        #[command(flatten)]
+        fields: BoardFields,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change what the flags state of a board's definition (an undeclared board's is the
+    /// implicit one: add, descending, user_id); the rest stays. The operator, sort and tie break
+    /// of a board with entries do not change.
+    Update {
+        #[arg(long)]
+        board: String,
+        /// add, best or latest.
+        #[arg(long)]
+        operator: Option<String>,
+        #[command(flatten)]
+        fields: BoardFields,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open a board's next period now (at the next whole second by the database clock): for
+    /// boards declared with a reset (--reset), whose scheduled periods it also cuts short.
+    Reset {
+        #[arg(long)]
+        board: String,
+        /// Who acts (default: lbctl:$USER).
+        #[arg(long)]
+        actor: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a board's definition (an undeclared board's implicit one too).
+    Show {
+        #[arg(long)]
+        board: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a user's entry from the board (idempotent by --id, audited): its score goes from
+    /// every read; a later command of the user starts a new entry.
+    RemoveEntry {
+        #[arg(long)]
+        board: String,
+        /// On a board that resets: the period the entry is removed from (its id,
+        /// YYYYMMDDTHHMMSSZ, as `period show` and reads name it).
+        #[arg(long)]
+        period: Option<String>,
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        moderation: ModerationArgs,
+    },
+    /// List the declared boards in board id order.
+    List {
+        /// Boards after this id.
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The fields of a definition besides the operator.
+#[derive(clap::Args)]
+pub struct BoardFields {
+    /// descending (the highest score ranks first) or ascending.
+    #[arg(long)]
+    sort: Option<String>,
+    /// user_id or earliest (the first to reach a score ranks first).
+    #[arg(long)]
+    tie_break: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    min_score: Option<i64>,
+    #[arg(long, allow_negative_numbers = true)]
+    max_score: Option<i64>,
+    /// Add boards only.
+    #[arg(long, allow_negative_numbers = true)]
+    min_delta: Option<i64>,
+    /// Add boards only.
+    #[arg(long, allow_negative_numbers = true)]
+    max_delta: Option<i64>,
+    #[arg(long)]
+    display_name: Option<String>,
+    /// When a new period starts: never, manual, daily, weekly, monthly, "every <n>s", or a
+    /// five-field cron expression in the board's time zone ("0 18 * * FRI").
+    #[arg(long)]
+    reset: Option<String>,
+    /// The IANA time zone of daily, weekly and monthly periods (default UTC).
+    #[arg(long)]
+    time_zone: Option<String>,
+}
+
+impl BoardFields {
+    fn declaration(self, operator: Option<&str>) -> anyhow::Result<Declaration> {
+        use ledgerboard_core::board::definitions::{
+            parse_operator, parse_reset, parse_sort, parse_tie_break,
+        };
+        Ok(Declaration {
+            display_name: self.display_name,
+            operator: operator
+                .map(parse_operator)
+                .transpose()
+                .context("--operator")?,
+            sort: self
+                .sort
+                .as_deref()
+                .map(parse_sort)
+                .transpose()
+                .context("--sort")?,
+            tie_break: self
+                .tie_break
+                .as_deref()
+                .map(parse_tie_break)
+                .transpose()
+                .context("--tie-break")?,
+            min_score: self.min_score,
+            max_score: self.max_score,
+            min_delta: self.min_delta,
+            max_delta: self.max_delta,
+            reset: self
+                .reset
+                .as_deref()
+                .map(parse_reset)
+                .transpose()
+                .context("--reset")?,
+            time_zone: self.time_zone,
+        })
+    }
+}
+
+/// After a change of a board's sort or tie break (it had no entries), asks the reconciler to
+/// rebuild the board, so that no seal states the old order (`projection::read::sealed_order`).
+/// The definition is committed already: a Redis that cannot be asked is a warning.
+async fn forget_sealed_order(settings: &Settings, board: &BoardId) {
+    let asked = match Store::connect(&settings.redis) {
+        Ok(store) => ledgerboard_core::projection::apply::request_rebuild(&store, board)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = asked {
+        eprintln!(
+            "warning: the order changed, and no rebuild could be asked for ({e}): run `lbctl rebuild --board {board}`"
+        );
+    }
+}
+
+pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<()> {
+    let db = common::database(&settings.database).await?;
+    let parse = |b: &str| BoardId::parse(b).context("--board");
+    match command {
+        BoardCommand::Create {
+            board,
+            operator,
+            fields,
+            json,
+        } => {
+            let board = parse(&board)?;
+            let declaration = fields.declaration(Some(&operator))?;
+            let defined = definitions::declare(&db, &board, &declaration).await?;
+            if defined.order_changed {
+                forget_sealed_order(settings, &board).await;
+            }
+            print_definition(defined.definition, json, "declared")?;
+        }
+        BoardCommand::Update {
+            board,
+            operator,
+            fields,
+            json,
+        } => {
+            let board = parse(&board)?;
+            let changes = fields.declaration(operator.as_deref())?;
+            let defined = definitions::update(&db, &board, &changes).await?;
+            if defined.order_changed {
+                forget_sealed_order(settings, &board).await;
+            }
+            let what = if defined.changed {
+                "changed"
+            } else {
+                "unchanged"
+            };
+            print_definition(defined.definition, json, what)?;
+        }
+        BoardCommand::Reset { board, actor, json } => {
+            let board = parse(&board)?;
+            let actor = actor.unwrap_or_else(default_actor);
+            let Some(reset) = periods::reset(&db, &board, &actor).await? else {
+                anyhow::bail!(
+                    "board {board} never resets: declare it with --reset (manual, daily, weekly, monthly, \"every <n>s\" or a cron expression) first"
+                );
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"board": board, "period": reset.period, "opened": reset.opened})
+                );
+            } else {
+                let what = if reset.opened {
+                    "opens"
+                } else {
+                    "already opens"
+                };
+                println!("{board}\tperiod {} {what} at its start", reset.period);
+            }
+        }
+        BoardCommand::Show { board, json } => {
+            let def = definitions::get(&db, &parse(&board)?).await?;
+            let what = if def.declared {
+                "declared"
+            } else {
+                "undeclared"
+            };
+            print_definition(def, json, what)?;
+        }
+        BoardCommand::RemoveEntry {
+            board,
+            period,
+            user,
+            moderation,
+        } => {
+            let mut board = parse(&board)?;
+            if let Some(period) = period {
+                anyhow::ensure!(
+                    ledgerboard_core::domain::is_period_id(&period),
+                    "--period must be a period id (YYYYMMDDTHHMMSSZ)"
+                );
+                board = board.in_period(&period).context("--period")?;
+            }
+            let action = Action::Remove {
+                board,
+                user: UserId::parse(&user).context("--user")?,
+            };
+            moderate(&db, action, moderation, 0).await?;
+        }
+        BoardCommand::List { after, limit, json } => {
+            let after = after
+                .as_deref()
+                .map(BoardId::parse)
+                .transpose()
+                .context("--after")?;
+            let defs = definitions::list(&db, after.as_ref(), limit as usize).await?;
+            if defs.is_empty() && !json {
+                println!("no declared boards");
+            } else {
+                print_definitions(&defs, json, "declared")?;
+            }
+        }
+    }
+    db.close();
+    Ok(())
+}
+
+/// `list --json`: an array; the other commands: one object. Text: one line per definition.
+fn print_definitions(defs: &[BoardDefinition], json: bool, what: &str) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(defs)?);
+        return Ok(());
+    }
+    print_lines(defs, what);
+    Ok(())
+}
+
+fn print_definition(def: BoardDefinition, json: bool, what: &str) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(&def)?);
+    } else {
+        print_lines(&[def], what);
+    }
+    Ok(())
+}
+
+fn print_lines(defs: &[BoardDefinition], what: &str) {
+    for d in defs {
+        let deltas = match (d.min_delta, d.max_delta) {
+            (Some(min), Some(max)) => format!("\tdelta={min}..{max}"),
+            _ => String::new(),
+        };
+        let reset = if d.reset.resets() {
+            format!("\treset={}\ttime_zone={}", d.reset.as_string(), d.time_zone)
+        } else {
+            String::new()
+        };
+        println!(
+            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}\trevision={}\tdisplay_name={:?}",
+            d.board,
+            d.operator.as_str(),
+            d.sort.as_str(),
+            d.tie_break.as_str(),
+            d.min_score,
+            d.max_score,
+            d.revision,
+            d.display_name,
+        );
+    }
+}
