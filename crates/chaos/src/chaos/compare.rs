@@ -218,3 +218,45 @@ pub(super) async fn after_moderation(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placed(entries: &[(&str, (i64, i64, i64))]) -> Placed {
+        entries.iter().map(|(u, v)| ((*u).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn an_equal_projection_has_no_difference() {
+        let source = placed(&[("u1", (5, 1, -1)), ("u2", (7, 2, -2))]);
+        assert!(projection_differences("c", &source, &source.clone()).is_empty());
+    }
+
+    #[test]
+    fn score_version_and_tie_are_each_compared_and_every_member_both_ways() {
+        let source = placed(&[
+            ("u1", (5, 1, -1)),
+            ("u2", (7, 2, -2)),
+            ("u3", (9, 1, -3)),
+            ("u4", (1, 1, -4)),
+        ]);
+        let projection = placed(&[
+            ("u1", (6, 1, -1)),
+            ("u2", (7, 3, -2)),
+            ("u3", (9, 1, -5)),
+            ("u5", (2, 1, -6)),
+        ]);
+        let differences = projection_differences("c", &source, &projection);
+        let users: Vec<&str> = differences.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(users, ["u1", "u2", "u3", "u4", "u5"]);
+        assert_eq!(
+            differences[3].1,
+            "c/u4: Redis holds None before repair, PostgreSQL (1, 1, -4)"
+        );
+        assert_eq!(
+            differences[4].1,
+            "c/u5: Redis holds a member PostgreSQL does not, before repair"
+        );
+    }
+}

@@ -141,3 +141,148 @@ pub(super) fn diff<V: PartialEq + std::fmt::Debug>(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::specs::SPECS;
+
+    const ADD: BoardKind = BoardKind::Add;
+    const BEST_DESC: BoardKind = BoardKind::Best(Sort::Descending);
+    const BEST_ASC: BoardKind = BoardKind::Best(Sort::Ascending);
+    const LATEST: BoardKind = BoardKind::Latest;
+
+    fn tally(score: i64, version: i64) -> Option<Tally> {
+        Some(Tally { score, version })
+    }
+
+    #[test]
+    fn no_command_expects_no_entry_on_every_kind() {
+        for kind in [ADD, BEST_DESC, BEST_ASC, LATEST] {
+            assert_eq!(expected(kind, Vec::new(), 0, 0), Ok(None), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn add_sums_the_deltas_whatever_order_the_ledger_holds_them_in() {
+        let commands = vec![(-7, 3, true), (10, 1, true), (5, 2, true)];
+        assert_eq!(expected(ADD, commands, 0, 0), Ok(tally(8, 3)));
+    }
+
+    #[test]
+    fn best_descending_keeps_the_highest_and_counts_only_the_improving_events() {
+        // 4 then 9 improved; 2 and the repeated 9 did not, and recorded no version of their own.
+        let commands = vec![(4, 1, true), (2, 1, false), (9, 2, true), (9, 2, false)];
+        assert_eq!(expected(BEST_DESC, commands, 0, 0), Ok(tally(9, 2)));
+    }
+
+    #[test]
+    fn best_ascending_keeps_the_lowest() {
+        let commands = vec![(120, 1, true), (80, 2, true), (95, 2, false)];
+        assert_eq!(expected(BEST_ASC, commands, 0, 0), Ok(tally(80, 2)));
+    }
+
+    #[test]
+    fn latest_takes_the_value_of_the_highest_version_recorded_not_the_last_in_the_ledger() {
+        let commands = vec![(50, 2, true), (70, 3, true), (10, 1, true)];
+        assert_eq!(expected(LATEST, commands, 0, 0), Ok(tally(70, 3)));
+    }
+
+    #[test]
+    fn a_removal_keeps_its_version_and_bans_and_unbans_add_one_each() {
+        // Removed at version 4: the entry is made of the commands above it, and one ban and
+        // one unban since took two of the versions in between.
+        let commands = vec![(3, 5, true), (4, 7, true)];
+        assert_eq!(expected(ADD, commands.clone(), 4, 2), Ok(tally(7, 8)));
+        assert_eq!(expected(LATEST, commands, 4, 2), Ok(tally(4, 8)));
+        let best = vec![(30, 6, true), (20, 7, false)];
+        assert_eq!(expected(BEST_DESC, best, 4, 1), Ok(tally(30, 6)));
+    }
+
+    #[test]
+    fn versions_recorded_twice_or_out_of_range_break_the_rule() {
+        // Two commands cannot both have recorded version 1.
+        assert!(expected(ADD, vec![(1, 1, true), (2, 1, true)], 0, 0).is_err());
+        // Two commands and no ban: versions 1 and 2, not 1 and 3.
+        assert!(expected(LATEST, vec![(1, 1, true), (2, 3, true)], 0, 0).is_err());
+        // With one ban or unban in between, 1 and 3 is right.
+        assert_eq!(
+            expected(LATEST, vec![(1, 1, true), (2, 3, true)], 0, 1),
+            Ok(tally(2, 3))
+        );
+        // The removal's own version, or one below it, is not the entry's.
+        assert!(expected(ADD, vec![(1, 4, true)], 4, 0).is_err());
+    }
+
+    #[test]
+    fn best_events_recorded_as_improving_must_each_beat_the_one_before() {
+        // 9 then 5, both "improving" on a descending board: 5 did not improve.
+        let err = expected(BEST_DESC, vec![(9, 1, true), (5, 2, true)], 0, 0);
+        assert!(err.is_err(), "{err:?}");
+        // The best submission recorded as not improving.
+        let err = expected(BEST_DESC, vec![(5, 1, true), (9, 1, false)], 0, 0);
+        assert!(err.is_err(), "{err:?}");
+        // A tie with the best does not improve (the earliest keeps it).
+        let err = expected(BEST_ASC, vec![(7, 1, true), (7, 2, true)], 0, 0);
+        assert!(err.is_err(), "{err:?}");
+    }
+
+    fn placed(entries: &[(&str, i64)]) -> Placed {
+        entries
+            .iter()
+            .map(|(user, tie)| ((*user).to_owned(), (10, 1, *tie)))
+            .collect()
+    }
+
+    #[test]
+    fn ties_are_zero_on_the_undeclared_board_and_of_the_sort_sign_elsewhere() {
+        let (undeclared, ascending, descending) = (&SPECS[0], &SPECS[1], &SPECS[2]);
+        assert!(tie_problems("a", undeclared, &placed(&[("u1", 0), ("u2", 0)])).is_empty());
+        assert_eq!(
+            tie_problems("a", undeclared, &placed(&[("u1", 3)])),
+            ["a/u1: PostgreSQL holds tie 3, against the board's tie break"]
+        );
+        assert!(tie_problems("b", ascending, &placed(&[("u1", 1), ("u2", 2)])).is_empty());
+        assert_eq!(
+            tie_problems("b", ascending, &placed(&[("u1", -1), ("u2", 0)])).len(),
+            2
+        );
+        assert!(tie_problems("c", descending, &placed(&[("u1", -1), ("u2", -2)])).is_empty());
+        assert_eq!(
+            tie_problems("c", descending, &placed(&[("u1", 1)])).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_tie_two_members_share_is_reported() {
+        assert_eq!(
+            tie_problems("b", &SPECS[1], &placed(&[("u1", 4), ("u2", 4)])),
+            ["b: u2 and u1 share tie 4"]
+        );
+    }
+
+    #[test]
+    fn diff_reports_missing_different_and_extra_members() {
+        let want: Members = [("u1", (5, 1)), ("u2", (6, 2)), ("u3", (7, 1))]
+            .into_iter()
+            .map(|(u, v)| (u.to_owned(), v))
+            .collect();
+        let mut got = want.clone();
+        let mut problems = Vec::new();
+        diff(&mut problems, "b", "PostgreSQL", &want, &got);
+        assert!(problems.is_empty(), "{problems:?}");
+        got.remove("u1");
+        got.insert("u2".to_owned(), (6, 3));
+        got.insert("u4".to_owned(), (1, 1));
+        diff(&mut problems, "b", "PostgreSQL", &want, &got);
+        assert_eq!(
+            problems,
+            [
+                "b/u1: PostgreSQL holds None, expected (5, 1)",
+                "b/u2: PostgreSQL holds Some((6, 3)), expected (6, 2)",
+                "b/u4: PostgreSQL holds a member that should not exist",
+            ]
+        );
+    }
+}

@@ -384,3 +384,24 @@ pub(super) async fn backlog(
     probes.backlogs.push((pending, lag, drained));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_unless_some_are_asked_for_each_once() {
+        assert_eq!(chosen(&[]), FAULTS);
+        assert_eq!(
+            chosen(&[Fault::DeleteMember, Fault::FlushRedis, Fault::DeleteMember]),
+            [Fault::FlushRedis, Fault::DeleteMember]
+        );
+    }
+
+    #[test]
+    fn only_the_redis_edits_count_as_corruptions() {
+        let injected: BTreeMap<Fault, u64> = FAULTS.iter().map(|f| (*f, 2)).collect();
+        assert_eq!(corruptions(&injected), 6);
+        assert_eq!(corruptions(&BTreeMap::new()), 0);
+    }
+}

@@ -115,3 +115,44 @@ pub(super) fn epoch_secs() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_states_score_version_and_period() {
+        let body = r#"{"event_id":"e","score":12,"version":3,"period":"20261202T074744Z","duplicate":false}"#;
+        assert_eq!(
+            outcome(body),
+            Some(Outcome {
+                score: 12,
+                version: 3,
+                period: Some("20261202T074744Z".to_owned()),
+            })
+        );
+        assert_eq!(
+            outcome(r#"{"score":-4,"version":1}"#),
+            Some(Outcome {
+                score: -4,
+                version: 1,
+                period: None,
+            })
+        );
+    }
+
+    #[test]
+    fn an_answer_without_an_integer_score_or_version_states_nothing() {
+        for body in [
+            "",
+            "not json",
+            r#"{"version":1}"#,
+            r#"{"score":1}"#,
+            r#"{"score":1.5,"version":1}"#,
+            r#"{"score":"1","version":1}"#,
+            r#"{"error":{"code":"event_id_reused"}}"#,
+        ] {
+            assert_eq!(outcome(body), None, "{body}");
+        }
+    }
+}

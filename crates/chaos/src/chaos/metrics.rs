@@ -100,3 +100,32 @@ pub(super) fn drift(totals: &serde_json::Value) -> u64 {
         .map(|k| totals[*k].as_u64().unwrap_or(0))
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn drift_is_every_kind_of_difference_the_pass_found_and_nothing_else() {
+        let totals = json!({
+            "checked": 500, "missing": 1, "stale": 2, "ahead": 3, "corrupt": 4, "orphan": 5,
+            "repaired": 7, "removed": 2,
+        });
+        assert_eq!(drift(&totals), 15);
+        assert_eq!(drift(&json!({"checked": 500})), 0);
+    }
+
+    #[test]
+    fn repairs_are_repaired_and_removed_and_a_missing_number_is_never_small() {
+        let pass = |totals| FinalPass {
+            passes_before: 0.0,
+            rebuilds: 0.0,
+            totals,
+        };
+        let p = pass(json!({"ahead": 0, "repaired": 3, "removed": 2}));
+        assert_eq!((p.ahead(), p.repairs()), (0, 5));
+        let p = pass(json!({}));
+        assert_eq!((p.ahead(), p.repairs()), (u64::MAX, u64::MAX));
+    }
+}

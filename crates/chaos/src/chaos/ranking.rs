@@ -41,3 +41,64 @@ pub(super) fn ranking(sort: Sort, source: &Placed) -> Vec<(String, i64)> {
         .map(|(s, _, _, u)| (u.to_owned(), s))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn placed(entries: &[(&str, i64, i64)]) -> Placed {
+        entries
+            .iter()
+            .map(|(user, score, tie)| ((*user).to_owned(), (*score, 1, *tie)))
+            .collect()
+    }
+
+    fn users(ranked: &[(String, i64)]) -> Vec<&str> {
+        ranked.iter().map(|(u, _)| u.as_str()).collect()
+    }
+
+    #[test]
+    fn descending_ranks_the_greatest_score_tie_and_user_first() {
+        // Equal scores: the greater tie first (descending ties are negative: the earliest,
+        // -1, ranks first), then the greater user id.
+        let source = placed(&[
+            ("a", 5, 0),
+            ("b", 9, 0),
+            ("c", 5, 0),
+            ("d", 7, -2),
+            ("e", 7, -1),
+        ]);
+        let ranked = ranking(Sort::Descending, &source);
+        assert_eq!(users(&ranked), ["b", "e", "d", "c", "a"]);
+        assert_eq!(ranked[0], ("b".to_owned(), 9));
+    }
+
+    #[test]
+    fn ascending_ranks_the_smallest_score_tie_and_user_first() {
+        let source = placed(&[("a", 5, 2), ("b", 1, 9), ("c", 5, 1), ("B", 5, 1)]);
+        // "B" sorts before "c" by bytes.
+        assert_eq!(
+            users(&ranking(Sort::Ascending, &source)),
+            ["b", "B", "c", "a"]
+        );
+    }
+
+    #[test]
+    fn a_page_reads_as_user_and_score_with_malformed_entries_never_equal() {
+        let page = json!([
+            {"user_id": "u1", "score": 9, "version": 2},
+            {"user_id": "u2"},
+            {"score": 3},
+        ]);
+        assert_eq!(
+            page_scores(&page),
+            [
+                ("u1".to_owned(), 9),
+                ("u2".to_owned(), i64::MIN),
+                (String::new(), 3)
+            ]
+        );
+        assert!(page_scores(&json!(null)).is_empty());
+    }
+}
