@@ -23,11 +23,11 @@ const BANNED_USERS: &str = include_str!("../sql/banned_users.sql");
 
 /// What `score_events` records of one event: the command, the board it wrote (a period of the
 /// command's board when that resets), and the version and `improved` it recorded.
-pub(super) struct Recorded {
-    pub(super) command: Command,
-    pub(super) written: BoardId,
-    pub(super) version: i64,
-    pub(super) improved: bool,
+struct Recorded {
+    command: Command,
+    written: BoardId,
+    version: i64,
+    improved: bool,
 }
 
 /// The contract, checked against PostgreSQL and Redis.
@@ -39,86 +39,8 @@ pub(super) async fn check(
 ) -> anyhow::Result<Vec<String>> {
     let mut problems = Vec::new();
     let client = stack.db.client().await?;
-    let rows = client.query(EVENTS, &[]).await?;
-    let mut events: HashMap<Uuid, Recorded> = HashMap::new();
-    for r in &rows {
-        let raw: String = r.try_get(1)?;
-        let written = BoardId::parse_stored(&raw).ok();
-        // A board not of the run, a period of a board that does not reset, or a board that
-        // resets written without a period.
-        let Some((written, spec)) = written.and_then(|w| spec_of(&w).map(|s| (w, s))) else {
-            problems.push(format!("an event on {raw}, not a board of the run"));
-            continue;
-        };
-        events.insert(
-            r.try_get(0)?,
-            Recorded {
-                command: Command {
-                    board: spec.name,
-                    user: r.try_get(2)?,
-                    value: r.try_get(3)?,
-                },
-                written,
-                version: r.try_get(4)?,
-                improved: r.try_get(5)?,
-            },
-        );
-    }
-    // Commands whose answer never came count if (and only if) their event exists.
-    let mut effective: HashMap<Uuid, &Command> =
-        ledger.accepted.iter().map(|(e, c)| (*e, c)).collect();
-    for (event, command) in &ledger.unresolved {
-        if events.contains_key(event) {
-            effective.insert(*event, command);
-        }
-    }
-    // Per board as stored (a period of a board that resets) and member: each accepted command's
-    // value, with the version and `improved` its event recorded. An answered command on a board
-    // that resets counts in the period its answer named, which must be the one its event is in:
-    // so each period's entries are expected from the commands whose answers named it, and none
-    // from another period's.
-    let mut applied: BTreeMap<BoardId, BTreeMap<&str, Vec<Applied>>> = BTreeMap::new();
-    for (event, command) in &effective {
-        match events.get(event) {
-            Some(recorded) if recorded.command == **command => {
-                let expected_in = match ledger.landed.get(event) {
-                    Some(landed) => match recorded.written.in_period(&landed.period) {
-                        Ok(period) => period,
-                        Err(_) => {
-                            problems.push(format!(
-                                "event {event}: answered period {:?}, not a period id",
-                                landed.period
-                            ));
-                            continue;
-                        }
-                    },
-                    None => recorded.written.clone(),
-                };
-                if expected_in != recorded.written {
-                    problems.push(format!(
-                        "event {event}: its answer named {expected_in}, but it was recorded in {}",
-                        recorded.written
-                    ));
-                }
-                applied
-                    .entry(expected_in)
-                    .or_default()
-                    .entry(command.user.as_str())
-                    .or_default()
-                    .push((command.value, recorded.version, recorded.improved));
-            }
-            Some(recorded) => problems.push(format!(
-                "event {event}: recorded {:?}, accepted {command:?}",
-                recorded.command
-            )),
-            None => problems.push(format!("accepted event {event} has no row in score_events")),
-        }
-    }
-    for event in events.keys() {
-        if !effective.contains_key(event) {
-            problems.push(format!("event {event} recorded but never accepted"));
-        }
-    }
+    let events = recorded_events(&client, &mut problems).await?;
+    let mut applied = applied_commands(ledger, &events, &mut problems);
     problems.extend(in_flight_periods(stack, ledger, clock, seasons).await?);
     // Moderation: what the applied actions, in the loop's order (the database's commit order,
     // see `moderation`), make of each member, checked against what PostgreSQL keeps.
@@ -243,4 +165,221 @@ pub(super) async fn check(
         ));
     }
     Ok(problems)
+}
+
+/// Every event `score_events` holds, by event id; an event on a board not of the run is a
+/// problem.
+async fn recorded_events(
+    client: &tokio_postgres::Client,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<HashMap<Uuid, Recorded>> {
+    let rows = client.query(EVENTS, &[]).await?;
+    let mut events: HashMap<Uuid, Recorded> = HashMap::new();
+    for r in &rows {
+        let raw: String = r.try_get(1)?;
+        let written = BoardId::parse_stored(&raw).ok();
+        // A board not of the run, a period of a board that does not reset, or a board that
+        // resets written without a period.
+        let Some((written, spec)) = written.and_then(|w| spec_of(&w).map(|s| (w, s))) else {
+            problems.push(format!("an event on {raw}, not a board of the run"));
+            continue;
+        };
+        events.insert(
+            r.try_get(0)?,
+            Recorded {
+                command: Command {
+                    board: spec.name,
+                    user: r.try_get(2)?,
+                    value: r.try_get(3)?,
+                },
+                written,
+                version: r.try_get(4)?,
+                improved: r.try_get(5)?,
+            },
+        );
+    }
+    Ok(events)
+}
+
+/// The commands the board's rule must make each member of, per board as stored: the accepted
+/// ones, and those whose answer never came if their event exists. Each command's event must be
+/// its command, on the board (or period) its answer named; every event must be a command's.
+fn applied_commands<'l>(
+    ledger: &'l Ledger,
+    events: &HashMap<Uuid, Recorded>,
+    problems: &mut Vec<String>,
+) -> BTreeMap<BoardId, BTreeMap<&'l str, Vec<Applied>>> {
+    // Commands whose answer never came count if (and only if) their event exists.
+    let mut effective: HashMap<Uuid, &Command> =
+        ledger.accepted.iter().map(|(e, c)| (*e, c)).collect();
+    for (event, command) in &ledger.unresolved {
+        if events.contains_key(event) {
+            effective.insert(*event, command);
+        }
+    }
+    // Per board as stored (a period of a board that resets) and member: each accepted command's
+    // value, with the version and `improved` its event recorded. An answered command on a board
+    // that resets counts in the period its answer named, which must be the one its event is in:
+    // so each period's entries are expected from the commands whose answers named it, and none
+    // from another period's.
+    let mut applied: BTreeMap<BoardId, BTreeMap<&str, Vec<Applied>>> = BTreeMap::new();
+    for (event, command) in &effective {
+        match events.get(event) {
+            Some(recorded) if recorded.command == **command => {
+                let expected_in = match ledger.landed.get(event) {
+                    Some(landed) => match recorded.written.in_period(&landed.period) {
+                        Ok(period) => period,
+                        Err(_) => {
+                            problems.push(format!(
+                                "event {event}: answered period {:?}, not a period id",
+                                landed.period
+                            ));
+                            continue;
+                        }
+                    },
+                    None => recorded.written.clone(),
+                };
+                if expected_in != recorded.written {
+                    problems.push(format!(
+                        "event {event}: its answer named {expected_in}, but it was recorded in {}",
+                        recorded.written
+                    ));
+                }
+                applied
+                    .entry(expected_in)
+                    .or_default()
+                    .entry(command.user.as_str())
+                    .or_default()
+                    .push((command.value, recorded.version, recorded.improved));
+            }
+            Some(recorded) => problems.push(format!(
+                "event {event}: recorded {:?}, accepted {command:?}",
+                recorded.command
+            )),
+            None => problems.push(format!("accepted event {event} has no row in score_events")),
+        }
+    }
+    for event in events.keys() {
+        if !effective.contains_key(event) {
+            problems.push(format!("event {event} recorded but never accepted"));
+        }
+    }
+    applied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::ledger::Landed;
+
+    const P1: &str = "20261202T074744Z";
+    const P2: &str = "20261202T074746Z";
+
+    fn command(board: &'static str, user: &str, value: i64) -> Command {
+        Command {
+            board,
+            user: user.to_owned(),
+            value,
+        }
+    }
+
+    fn recorded(command: Command, written: &str, version: i64) -> Recorded {
+        Recorded {
+            command,
+            written: BoardId::parse_stored(written).expect("a stored board id"),
+            version,
+            improved: true,
+        }
+    }
+
+    fn landed(period: &str) -> Landed {
+        Landed {
+            period: period.to_owned(),
+            sent: 0.0,
+            answered: 0.0,
+        }
+    }
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn each_command_counts_on_the_board_or_period_its_answer_named() {
+        let mut ledger = Ledger::default();
+        let mut events = HashMap::new();
+        ledger.accepted.insert(id(1), command("chaos-a", "u1", 5));
+        events.insert(id(1), recorded(command("chaos-a", "u1", 5), "chaos-a", 1));
+        ledger.accepted.insert(id(2), command("chaos-d", "u1", 40));
+        ledger.landed.insert(id(2), landed(P1));
+        events.insert(
+            id(2),
+            recorded(command("chaos-d", "u1", 40), &format!("chaos-d~{P1}"), 1),
+        );
+        // No answer came, but the event exists: it counts.
+        ledger
+            .unresolved
+            .insert(id(3), command("chaos-a", "u1", -2));
+        events.insert(id(3), recorded(command("chaos-a", "u1", -2), "chaos-a", 2));
+        // No answer and no event: it does not.
+        ledger.unresolved.insert(id(4), command("chaos-a", "u2", 9));
+        let mut problems = Vec::new();
+        let applied = applied_commands(&ledger, &events, &mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let a = BoardId::parse("chaos-a").expect("board");
+        let d = BoardId::parse("chaos-d")
+            .expect("board")
+            .in_period(P1)
+            .expect("period");
+        let mut chaos_a = applied[&a]["u1"].clone();
+        chaos_a.sort();
+        assert_eq!(chaos_a, [(-2, 2, true), (5, 1, true)]);
+        assert_eq!(applied[&d]["u1"], [(40, 1, true)]);
+        assert_eq!(applied.len(), 2);
+    }
+
+    #[test]
+    fn an_event_elsewhere_than_its_answer_named_or_unlike_its_command_is_a_problem() {
+        let mut ledger = Ledger::default();
+        let mut events = HashMap::new();
+        // Answered P1, recorded in P2: expected in P1, and reported.
+        ledger.accepted.insert(id(1), command("chaos-d", "u1", 40));
+        ledger.landed.insert(id(1), landed(P1));
+        events.insert(
+            id(1),
+            recorded(command("chaos-d", "u1", 40), &format!("chaos-d~{P2}"), 1),
+        );
+        // Recorded with another value.
+        ledger.accepted.insert(id(2), command("chaos-a", "u1", 5));
+        events.insert(id(2), recorded(command("chaos-a", "u1", 6), "chaos-a", 1));
+        // Accepted, never recorded; recorded, never accepted.
+        ledger.accepted.insert(id(3), command("chaos-a", "u2", 1));
+        events.insert(id(4), recorded(command("chaos-a", "u3", 1), "chaos-a", 1));
+        let mut problems = Vec::new();
+        let applied = applied_commands(&ledger, &events, &mut problems);
+        problems.sort();
+        let e = |n| id(n).to_string();
+        assert_eq!(
+            problems,
+            [
+                format!("accepted event {} has no row in score_events", e(3)),
+                format!(
+                    "event {}: its answer named chaos-d~{P1}, but it was recorded in chaos-d~{P2}",
+                    e(1)
+                ),
+                format!(
+                    "event {}: recorded {:?}, accepted {:?}",
+                    e(2),
+                    command("chaos-a", "u1", 6),
+                    command("chaos-a", "u1", 5)
+                ),
+                format!("event {} recorded but never accepted", e(4)),
+            ]
+        );
+        let p1 = BoardId::parse("chaos-d")
+            .expect("board")
+            .in_period(P1)
+            .expect("period");
+        assert_eq!(applied.keys().collect::<Vec<_>>(), [&p1]);
+    }
 }

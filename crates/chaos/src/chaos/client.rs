@@ -139,7 +139,7 @@ pub(super) async fn client(
 
 /// What a client sends: a new command, a duplicate of an accepted one (with what its first
 /// answer stated), or a reuse of an accepted one's id with another value.
-pub(super) enum Sending {
+enum Sending {
     New,
     Duplicate(Option<Outcome>),
     Reuse,

@@ -151,7 +151,7 @@ pub(super) async fn before_repair(
 /// The members where the projection differs from the source, each with its description.
 /// Scores, versions and ties are compared: on an earliest board a member spelt with another tie
 /// stands elsewhere among equal scores.
-pub(super) fn projection_differences(
+fn projection_differences(
     board: &str,
     source: &Placed,
     projection: &Placed,

@@ -18,10 +18,10 @@ use crate::stack::{PROJECTOR, Stack};
 
 /// How long the projectors stay stopped in a backlog fault: over `api.max_lag_ms` (2 s by
 /// default), so that bounded reads must leave the projection for PostgreSQL.
-pub(super) const BACKLOG_FOR: Duration = Duration::from_millis(2_500);
+const BACKLOG_FOR: Duration = Duration::from_millis(2_500);
 /// The bound the brief of the seal sets: after Redis comes back empty, a bounded read answers
 /// from PostgreSQL within this time.
-pub(super) const HONEST_READ_LIMIT: Duration = Duration::from_secs(1);
+const HONEST_READ_LIMIT: Duration = Duration::from_secs(1);
 
 const TERMINATE_BACKENDS: &str = include_str!("../sql/terminate_backends.sql");
 
@@ -157,7 +157,7 @@ pub(super) fn corruptions(injected: &BTreeMap<Fault, u64>) -> u64 {
 }
 
 /// Injects one fault; false when there was nothing to act on (an empty board).
-pub(super) async fn inject(
+async fn inject(
     fault: Fault,
     stack: &Stack,
     redis: &mut RedisServer,
@@ -267,7 +267,7 @@ pub(super) async fn inject(
 /// probe waits for the projection to be whole again, and a period with no visible entry (one
 /// just begun, or the current one once the load is over, when the fault is injected after it)
 /// is never sealed.
-pub(super) async fn probed_board(stack: &Stack, name: &str) -> anyhow::Result<BoardId> {
+async fn probed_board(stack: &Stack, name: &str) -> anyhow::Result<BoardId> {
     let board = BoardId::parse(name)?;
     if spec(name).period_secs.is_none() {
         return Ok(board);
@@ -286,7 +286,7 @@ pub(super) async fn probed_board(stack: &Stack, name: &str) -> anyhow::Result<Bo
 /// answer must come within [`HONEST_READ_LIMIT`], and every answer must come from PostgreSQL
 /// or from a whole projection (one a rebuild sealed after the restart: nothing else can seal
 /// an empty Redis).
-pub(super) async fn honest_after_restart(
+async fn honest_after_restart(
     stack: &Stack,
     board: &BoardId,
     probes: &mut Probes,
@@ -339,7 +339,7 @@ pub(super) async fn honest_after_restart(
 /// Every projector stopped (SIGTERM) for [`BACKLOG_FOR`] while the clients go on, a bounded
 /// read while they are down, then all started again and the backlog timed until fewer than
 /// 100 rows are pending (at most 30 s; under load it never reaches 0).
-pub(super) async fn backlog(
+async fn backlog(
     stack: &Stack,
     projectors: &mut [Daemon],
     rng: &mut Rng,

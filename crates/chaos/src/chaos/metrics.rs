@@ -66,7 +66,7 @@ pub(super) async fn reconciler_rebuilds(admin: &str) -> anyhow::Result<f64> {
 /// contain `label`; an error when no line does. The reconciler exports every series at 0 from
 /// the start (`init_series`), so no line means a misspelt name, never 0: a "no pass ran"
 /// check would pass on it.
-pub(super) async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f64> {
+async fn metric_sum(admin: &str, prefix: &str, label: &str) -> anyhow::Result<f64> {
     let (status, text) = http::request(
         admin.parse()?,
         "GET",
