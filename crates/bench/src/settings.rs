@@ -35,6 +35,3 @@ pub fn daemon_env(settings: &Settings) -> Vec<(&'static str, String)> {
         ("LEDGERBOARD__LOG__FILTER", "warn".to_owned()),
     ]
 }
-
-
-
