@@ -36,10 +36,11 @@ use futures_util::future::{MaybeDone, join_all, maybe_done};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::Row;
 
-use super::apply::{Answer, Bound, answer, apply_score_command, statement_of};
+use super::apply::{Answer, Bound, answer, apply_score_command};
+use super::command::ScoreCommand;
 use crate::db::metrics;
 use crate::db::{Database, Op, Ready, Statement, StatementClient, StoreError};
-use crate::domain::{CommandOutcome, ScoreCommand};
+use crate::model::CommandOutcome;
 
 /// A command waiting for its group, and where its answer goes.
 struct Pending {
@@ -171,10 +172,7 @@ async fn alone(db: &Database, group: Vec<Pending>) {
 /// Runs the group in one transaction and answers each command's row, in the group's order, or
 /// the error that rolled it back (or left its outcome unknown).
 async fn together(db: &Database, group: &[Pending]) -> Result<Vec<Row>, StoreError> {
-    let statements = group
-        .iter()
-        .map(|p| statement_of(&p.cmd))
-        .collect::<Result<Vec<_>, _>>()?;
+    let statements: Vec<_> = group.iter().map(|p| p.cmd.operator.statement()).collect();
     let bound: Vec<Bound<'_>> = group
         .iter()
         .map(|p| Bound::new(&p.cmd, p.traceparent.as_deref()))

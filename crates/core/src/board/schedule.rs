@@ -1,5 +1,5 @@
 //! Cron schedules (issue 22): a board whose `reset` is a cron expression
-//! ([`crate::definition::Cron`]) has its boundaries written ahead into `board_resets`, so that
+//! ([`crate::board::definition::Cron`]) has its boundaries written ahead into `board_resets`, so that
 //! a command finds its period as on a board reset by hand (`lb_period_start`, migration V8):
 //! one lookup, no cron in SQL. croner computes the wall-clock fire times; PostgreSQL turns
 //! them into instants in the board's zone (`sql/period_schedule_extend.sql`).
@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use tokio_postgres::types::Type;
 
+use crate::board::definition::Reset;
 use crate::db::{Database, Op, Statement, StatementClient, Statements, StoreError};
-use crate::definition::Reset;
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 /// Parameters: board.
 pub static LOCK: Statement<1> = Statement::new(

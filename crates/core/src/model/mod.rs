@@ -1,6 +1,10 @@
 //! Domain types. Every value that reaches a SQL statement or a Redis key is built here from
 //! validated input, so the rest of the code never handles an unchecked id.
 
+pub mod order;
+
+pub use order::{Order, Sort, TieBreak};
+
 use std::fmt;
 
 use serde::Serialize;
@@ -251,49 +255,6 @@ impl Delta {
     }
 }
 
-/// One validated score command, with what its statement needs of the board's definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScoreCommand {
-    pub event_id: EventId,
-    pub board: BoardId,
-    pub user_id: UserId,
-    /// The board's operator (`definition::Operator::as_str`: this module sits below
-    /// `definition`, which names board ids).
-    pub operator: &'static str,
-    /// The delta on add boards, the submitted score on best and latest boards.
-    pub value: i64,
-    /// The definition's revision the command was validated against (0: undeclared board).
-    pub revision: i64,
-    /// `Order::tie_sign` of the board.
-    pub tie_sign: i64,
-    /// 1 on descending boards, -1 on ascending ones (which way a best board improves).
-    pub direction: i64,
-    pub min_score: i64,
-    pub max_score: i64,
-    /// The entry's metadata as compact JSON text.
-    pub metadata: Option<String>,
-}
-
-impl ScoreCommand {
-    /// An add command on an undeclared board (the implicit definition): what every command was
-    /// before definitions existed.
-    pub fn add(event_id: EventId, board: BoardId, user_id: UserId, delta: Delta) -> Self {
-        Self {
-            event_id,
-            board,
-            user_id,
-            operator: "add",
-            value: i64::from(delta.get()),
-            revision: 0,
-            tie_sign: 0,
-            direction: 1,
-            min_score: -MAX_ABS_SCORE,
-            max_score: MAX_ABS_SCORE,
-            metadata: None,
-        }
-    }
-}
-
 /// What the database made of a command: the score and version that its first application
 /// produced, and whether this arrival was a repeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -319,7 +280,7 @@ pub struct CommandOutcome {
 }
 
 /// One line of a leaderboard answer, the same from both read paths: its rank in the read's
-/// rank mode (`ranking.rs`), in the board's order (`definition::Order`).
+/// rank mode (`ranking.rs`), in the board's order (`model::Order`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RankedEntry {
@@ -354,7 +315,7 @@ pub struct ProjectionEntry {
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
-    /// The member's tie (`definition::Order`): 0 on boards whose ties go by user id.
+    /// The member's tie (`model::Order`): 0 on boards whose ties go by user id.
     pub tie: i64,
     /// The member's metadata after the command, as JSON text (None: it has none).
     pub metadata: Option<String>,
