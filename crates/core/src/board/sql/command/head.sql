@@ -50,8 +50,9 @@ definition AS (
 ),
 go AS (
     -- The board the command writes: $2 itself, or the period of $2 open now (migration V7's
-    -- lb_command_board: it reads the clock under the board's period lock). Only a command that
-    -- goes ahead asks, so a repeat or a refusal never waits for a close.
+    -- lb_command_board, board/sql/functions/: it reads the clock under the board's period
+    -- lock). Only a command that goes ahead asks, so a repeat or a refusal never waits for a
+    -- close.
     SELECT lb_command_board($2) AS board_id,
            CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
     WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
