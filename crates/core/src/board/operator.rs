@@ -103,6 +103,11 @@ impl Operator {
         Self::ALL.into_iter().find(|op| op.as_str() == raw)
     }
 
+    /// Every name, as a refusal lists them (`add, best, latest`).
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+
     /// What its commands' value is.
     pub fn value(self) -> Value {
         match self {
@@ -253,6 +258,10 @@ mod tests {
             assert_eq!(Operator::parse(op.as_str()), Some(op));
         }
         assert_eq!(Operator::parse("sum"), None);
+        assert_eq!(
+            DefinitionError::Operator.to_string(),
+            "operator must be one of add, best, latest"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::model::{BoardId, MAX_ABS_SCORE};
 /// api puts in its error body (422).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DefinitionError {
-    #[error("operator must be one of add, best, latest")]
+    #[error("operator must be one of {}", Operator::names())]
     Operator,
     #[error("sort must be descending or ascending")]
     Sort,
