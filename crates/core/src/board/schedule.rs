@@ -4,7 +4,7 @@
 //! one lookup, no cron in SQL. croner computes the wall-clock fire times; PostgreSQL turns
 //! them into instants in the board's zone (`sql/period_schedule_extend.sql`).
 //!
-//! The definition that declares a schedule writes its first boundaries (`definitions.rs`), and
+//! The definition that declares a schedule writes its first boundaries (`definition/store.rs`), and
 //! the reconciler extends every schedule that runs short after each pass
 //! (`periods::extend_schedules`). How far ahead: [`AHEAD`] or [`MAX_AHEAD`] boundaries,
 //! whichever comes first, and always the next one; extended once fewer than [`LOW_COUNT`] are
