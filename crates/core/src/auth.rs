@@ -16,7 +16,7 @@
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {

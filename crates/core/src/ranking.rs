@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::RankedEntry;
+use crate::model::RankedEntry;
 
 /// How equal scores share ranks, chosen at read time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -157,7 +157,7 @@ impl Page {
 /// Members looked up by user id, in board order, and the board's total.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Standings {
-    pub members: Vec<crate::domain::MemberStanding>,
+    pub members: Vec<crate::model::MemberStanding>,
     pub total: u64,
 }
 

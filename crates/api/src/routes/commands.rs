@@ -7,9 +7,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board;
-use ledgerboard_core::db::StoreError;
-use ledgerboard_core::definition::BoardDefinition;
-use ledgerboard_core::domain::{BoardId, ScoreCommand};
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::telemetry::metrics::Label;
 use ledgerboard_core::telemetry::trace_context;
 use serde::Deserialize;
@@ -20,7 +18,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::metrics::{CommandResult, metrics};
 use crate::state::AppState;
 #[allow(unused_imports)] // named in the OpenAPI attributes
-use ledgerboard_core::domain::CommandOutcome;
+use ledgerboard_core::model::CommandOutcome;
 
 /// The body as sent: strings and a raw number, validated into domain types afterwards so each
 /// bad field gets its own error code.
@@ -90,19 +88,26 @@ pub async fn post_score(
         // The request's trace context travels in the outbox row, so the projection's span can
         // link back to this request.
         let traceparent = trace_context::current_traceparent();
-        let definition = state.definitions.get(&state.db, &board).await?;
-        let command = validate(&definition, &raw)?;
-        match state.commands.apply(command, traceparent.clone()).await {
-            // The cached definition lags the database's: once more against the current one
-            // (the command may now be invalid, and is then refused as such).
-            Err(StoreError::DefinitionChanged) => {
-                state.definitions.forget(&board);
-                let definition = state.definitions.get(&state.db, &board).await?;
-                let command = validate(&definition, &raw)?;
-                Ok::<_, ApiError>(state.commands.apply(command, traceparent).await?)
-            }
-            other => Ok(other?),
-        }
+        let fields = board::Fields {
+            event_id: &raw.event_id,
+            user_id: &raw.user_id,
+            score: raw.score.as_ref(),
+            delta: raw.delta.as_ref(),
+            metadata: raw.metadata.as_ref(),
+        };
+        board::submit(
+            &state.commands,
+            &state.definitions,
+            &state.db,
+            &board,
+            &fields,
+            traceparent,
+        )
+        .await
+        .map_err(|e| match e {
+            board::SubmitError::Invalid(e) => ApiError::from(e),
+            board::SubmitError::Store(e) => ApiError::from(e),
+        })
     }
     .await;
     let outcome = match &result {
@@ -129,16 +134,4 @@ fn parse_body(board: &str, body: &[u8]) -> Result<(BoardId, CommandBody), ApiErr
         ))
     })?;
     Ok((board, raw))
-}
-
-/// The board's definition says what a valid command is.
-fn validate(definition: &BoardDefinition, raw: &CommandBody) -> Result<ScoreCommand, ApiError> {
-    Ok(board::command(
-        definition,
-        &raw.event_id,
-        &raw.user_id,
-        raw.score.as_ref(),
-        raw.delta.as_ref(),
-        raw.metadata.as_ref(),
-    )?)
 }

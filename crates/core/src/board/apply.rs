@@ -3,9 +3,9 @@
 
 use tokio_postgres::Row;
 
-use super::{ADD, BEST, LATEST};
-use crate::db::{Database, Params, Statement, StoreError};
-use crate::domain::{BoardId, CommandOutcome, ScoreCommand};
+use super::command::ScoreCommand;
+use crate::db::{Database, Params, StoreError};
+use crate::model::{BoardId, CommandOutcome};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently,
 /// a best board's concurrent first submission) or a deadlock. One retry settles a race; the
@@ -24,7 +24,7 @@ pub async fn apply_score_command(
     cmd: &ScoreCommand,
     traceparent: Option<&str>,
 ) -> Result<CommandOutcome, StoreError> {
-    let statement = statement_of(cmd)?;
+    let statement = cmd.operator.statement();
     let bound = Bound::new(cmd, traceparent);
     let mut attempt = 0;
     loop {
@@ -53,18 +53,6 @@ pub async fn apply_score_command(
     }
 }
 
-/// The operator's statement.
-pub(super) fn statement_of(cmd: &ScoreCommand) -> Result<&'static Statement<11>, StoreError> {
-    match cmd.operator {
-        "add" => Ok(&ADD),
-        "best" => Ok(&BEST),
-        "latest" => Ok(&LATEST),
-        other => Err(StoreError::Internal(format!(
-            "no statement for operator {other:?}"
-        ))),
-    }
-}
-
 /// A command's statement parameters, owned where the command holds them borrowed.
 pub(super) struct Bound<'a> {
     cmd: &'a ScoreCommand,
@@ -85,7 +73,7 @@ impl<'a> Bound<'a> {
         }
     }
 
-    /// In the order of `PARAMETERS` (`board/mod.rs`).
+    /// In the order of `PARAMETERS` (`board/operator.rs`).
     pub(super) fn params(&self) -> Params<'_, 11> {
         [
             &self.event_id,
@@ -148,7 +136,7 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         // A repeat after the board's period changed still names the same board.
         if written.base() != cmd.board
             || user_id != cmd.user_id.as_str()
-            || operator != cmd.operator
+            || operator != cmd.operator.as_str()
             || submitted != Some(cmd.value)
             || !same_metadata
         {

@@ -7,7 +7,7 @@
 //! that arrive while every worker is busy leave together when one frees up.
 //!
 //! A group of more than one runs in one transaction: BEGIN and each command's own statement,
-//! pipelined in one round trip, then COMMIT. Each command keeps its own answer (201, 200
+//! pipelined in one round trip, then COMMIT (`db/pipeline.rs`). Each command keeps its own answer (201, 200
 //! duplicate, 409, 422), read from its own statement's row exactly as alone.
 //!
 //! - **Order.** The group is sorted by board and user, stably: commands of one user run in the
@@ -27,19 +27,17 @@
 //! - **A caller that gave up** (its HTTP request dropped) before its group started is left out;
 //!   once its group has started, it is applied like any other command of the group.
 
-use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::task::Poll;
 
-use futures_util::future::{MaybeDone, join_all, maybe_done};
+use futures_util::future::join_all;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::Row;
 
-use super::apply::{Answer, Bound, answer, apply_score_command, statement_of};
+use super::apply::{Answer, Bound, answer, apply_score_command};
+use super::command::ScoreCommand;
 use crate::db::metrics;
-use crate::db::{Database, Op, Ready, Statement, StatementClient, StoreError};
-use crate::domain::{CommandOutcome, ScoreCommand};
+use crate::db::{Database, Op, StoreError, pipeline};
+use crate::model::CommandOutcome;
 
 /// A command waiting for its group, and where its answer goes.
 struct Pending {
@@ -168,118 +166,17 @@ async fn alone(db: &Database, group: Vec<Pending>) {
     .await;
 }
 
-/// Runs the group in one transaction and answers each command's row, in the group's order, or
-/// the error that rolled it back (or left its outcome unknown).
+/// Runs the group in one transaction (`db/pipeline.rs`) and answers each command's row, in the
+/// group's order, or the error that rolled it back (or left its outcome unknown).
 async fn together(db: &Database, group: &[Pending]) -> Result<Vec<Row>, StoreError> {
-    let statements = group
-        .iter()
-        .map(|p| statement_of(&p.cmd))
-        .collect::<Result<Vec<_>, _>>()?;
     let bound: Vec<Bound<'_>> = group
         .iter()
         .map(|p| Bound::new(&p.cmd, p.traceparent.as_deref()))
         .collect();
-    let stmts = db.statements();
-    let client = db.client().await?;
-    let (client, ran) = db
-        .bounded(Op::CommandGroup, client, async |c| {
-            // Each operator's statement prepared before anything is sent: a run then goes out
-            // on its future's first poll, so BEGIN and the runs reach the server in order.
-            let mut ready: Vec<(&Statement<11>, Ready<'_, 11>)> = Vec::new();
-            for s in &statements {
-                if !ready.iter().any(|(k, _)| std::ptr::eq(*k, *s)) {
-                    ready.push((s, stmts.ready(c, s).await?));
-                }
-            }
-            let runs = statements.iter().zip(&bound).map(|(s, b)| {
-                let r = ready
-                    .iter()
-                    .find(|(k, _)| std::ptr::eq(*k, *s))
-                    .map(|(_, r)| r)
-                    .ok_or(());
-                async move {
-                    match r {
-                        Ok(r) => r.query_one(c, b.params()).await.map_err(Ran::Statement),
-                        Err(()) => Err(Ran::Unprepared),
-                    }
-                }
-            });
-            let begin = c.pg().batch_execute("BEGIN");
-            let rows = pipeline(begin, runs.collect()).await;
-            // COMMIT only after every run answered: a failed run aborted the transaction,
-            // which is then rolled back, explicitly, so the connection goes back clean.
-            let verdict = match rows {
-                Ok(rows) => c.pg().batch_execute("COMMIT").await.map(|()| Ok(rows)),
-                Err(e) => c.pg().batch_execute("ROLLBACK").await.map(|()| Err(e)),
-            };
-            // Ok so that `bounded` hands the connection back; what happened is decided below.
-            Ok::<_, tokio_postgres::Error>(verdict)
-        })
-        .await?;
-    match ran {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(Ran::Statement(e))) => Err(e.into()),
-        Ok(Err(Ran::Unprepared)) => Err(StoreError::Internal(
-            "a command group's statement was not prepared".to_owned(),
-        )),
-        Err(e) => {
-            // COMMIT or ROLLBACK failed: the session's state is unknown, keep it out of the
-            // pool.
-            drop(deadpool_postgres::Object::take(client));
-            Err(e.into())
-        }
-    }
-}
-
-/// Why a run did not answer its row.
-enum Ran {
-    Statement(tokio_postgres::Error),
-    Unprepared,
-}
-
-/// Polls `begin` and then each run once, in order (each sends its messages on that first poll,
-/// so they reach PostgreSQL in this order, in one round trip), then waits for all. The runs'
-/// rows in order, or the first error.
-async fn pipeline<B, R>(begin: B, runs: Vec<R>) -> Result<Vec<Row>, Ran>
-where
-    B: Future<Output = Result<(), tokio_postgres::Error>>,
-    R: Future<Output = Result<Row, Ran>>,
-{
-    let mut begin = pin!(maybe_done(begin));
-    let mut runs: Vec<Pin<Box<MaybeDone<R>>>> =
-        runs.into_iter().map(|r| Box::pin(maybe_done(r))).collect();
-    poll_fn(|cx| {
-        let _ = begin.as_mut().poll(cx);
-        for r in &mut runs {
-            let _ = r.as_mut().poll(cx);
-        }
-        Poll::Ready(())
-    })
-    .await;
-    begin.as_mut().await;
-    for r in &mut runs {
-        r.as_mut().await;
-    }
-    let begun = begin.as_mut().take_output();
-    let mut rows = Vec::with_capacity(runs.len());
-    let mut first_error = match begun {
-        Some(Ok(())) => None,
-        Some(Err(e)) => Some(Ran::Statement(e)),
-        None => Some(Ran::Unprepared),
-    };
-    for r in &mut runs {
-        match r.as_mut().take_output() {
-            Some(Ok(row)) => rows.push(row),
-            Some(Err(e)) => {
-                first_error.get_or_insert(e);
-            }
-            None => {
-                first_error.get_or_insert(Ran::Unprepared);
-            }
-        }
-    }
-    match first_error {
-        None => Ok(rows),
-        Some(e) => Err(e),
-    }
+    let runs: Vec<pipeline::Run<'_, 11>> = group
+        .iter()
+        .zip(&bound)
+        .map(|(p, b)| (p.cmd.operator.statement(), b.params()))
+        .collect();
+    pipeline::together(db, Op::CommandGroup, &runs).await
 }

@@ -26,9 +26,9 @@ use serde_json::json;
 use tokio_postgres::types::Type;
 use uuid::Uuid;
 
-use super::definitions::{LOCK_TIMEOUT, LOCK_WAIT};
+use super::definition::{LOCK_TIMEOUT, LOCK_WAIT};
 use crate::db::{Database, Op, Statement, StoreError, commit};
-use crate::domain::{BoardId, UserId};
+use crate::model::{BoardId, UserId};
 
 /// The longest reason a moderation command may give, in characters (the table's CHECK).
 pub const MAX_REASON_CHARS: usize = 512;

@@ -1,4 +1,4 @@
-//! Periods (issue 22): a board declared with a `reset` (`definition::Reset`) starts a new
+//! Periods (issue 22): a board declared with a `reset` (`board::definition::Reset`) starts a new
 //! period on its schedule or when an admin asks, and each period is a board of its own,
 //! `<board>~<period id>` (`BoardId::in_period`), in every table and in Redis. Which period a
 //! command lands in is decided in its statement (`lb_command_board`, migration V7); this module
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::types::Type;
 
 use crate::db::{Database, Op, Statement, StoreError, commit};
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 // A closed period's verification lives in `verification.rs`; named here too, as the rest of a
 // period's reads are.
@@ -94,7 +94,7 @@ pub async fn reset(
     let stmts = db.statements();
     let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
     stmts
-        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .query(&tx, &super::definition::LOCK_TIMEOUT, [&wait])
         .await?;
     stmts
         .query(&tx, &super::schedule::LOCK, [&board.as_str()])
@@ -204,7 +204,7 @@ pub async fn extend_schedule(db: &Database, board: &BoardId) -> Result<u64, Stor
     let stmts = db.statements();
     let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
     stmts
-        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .query(&tx, &super::definition::LOCK_TIMEOUT, [&wait])
         .await?;
     stmts
         .query(&tx, &super::schedule::LOCK, [&board.as_str()])
@@ -438,7 +438,7 @@ pub async fn close(
     let tie_break: String = check.try_get("tie_break")?;
     let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
     stmts
-        .query(&tx, &super::definitions::LOCK_TIMEOUT, [&wait])
+        .query(&tx, &super::definition::LOCK_TIMEOUT, [&wait])
         .await?;
     // Held exclusively only until the commands still in flight in the period have committed:
     // once it is granted, every command to come reads a clock past the period's end and
@@ -560,7 +560,7 @@ pub async fn due(db: &Database, limit: i64) -> Result<Vec<(BoardId, String)>, St
         let period: String = r.try_get(1)?;
         // A board id the table's CHECK allowed, and a period a command's statement named.
         match BoardId::parse(&raw) {
-            Ok(board) if crate::domain::is_period_id(&period) => due.push((board, period)),
+            Ok(board) if crate::model::is_period_id(&period) => due.push((board, period)),
             _ => tracing::warn!(board = raw, period, "skipping a period that is not one"),
         }
     }

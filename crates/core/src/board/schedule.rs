@@ -1,10 +1,10 @@
 //! Cron schedules (issue 22): a board whose `reset` is a cron expression
-//! ([`crate::definition::Cron`]) has its boundaries written ahead into `board_resets`, so that
+//! ([`crate::board::definition::Cron`]) has its boundaries written ahead into `board_resets`, so that
 //! a command finds its period as on a board reset by hand (`lb_period_start`, migration V8):
 //! one lookup, no cron in SQL. croner computes the wall-clock fire times; PostgreSQL turns
 //! them into instants in the board's zone (`sql/period_schedule_extend.sql`).
 //!
-//! The definition that declares a schedule writes its first boundaries (`definitions.rs`), and
+//! The definition that declares a schedule writes its first boundaries (`definition/store.rs`), and
 //! the reconciler extends every schedule that runs short after each pass
 //! (`periods::extend_schedules`). How far ahead: [`AHEAD`] or [`MAX_AHEAD`] boundaries,
 //! whichever comes first, and always the next one; extended once fewer than [`LOW_COUNT`] are
@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use tokio_postgres::types::Type;
 
+use crate::board::definition::Reset;
 use crate::db::{Database, Op, Statement, StatementClient, Statements, StoreError};
-use crate::definition::Reset;
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 /// Parameters: board.
 pub static LOCK: Statement<1> = Statement::new(

@@ -7,7 +7,7 @@ use tokio_postgres::types::Type;
 
 use super::periods::{TIMEOUT, WHOLE_PERIOD_TIMEOUT};
 use crate::db::{Database, Op, Statement, StoreError, commit};
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 /// Parameters: board, period.
 pub static VERIFY: Statement<2> = Statement::new(

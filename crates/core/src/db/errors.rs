@@ -4,7 +4,7 @@
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
-use crate::domain::EventId;
+use crate::model::EventId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

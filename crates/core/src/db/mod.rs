@@ -11,6 +11,7 @@ pub mod history;
 pub mod metrics;
 mod migrations;
 pub mod outbox;
+pub mod pipeline;
 mod pool;
 pub mod reads;
 pub mod source;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement, StatementClient, Statements};
-use crate::domain::{BoardId, EntryChange, EventId, ProjectionEntry, UserId};
+use crate::model::{BoardId, EntryChange, EventId, ProjectionEntry, UserId};
 
 /// One claimed row. `entry` is an error when the row's ids do not validate (they become Redis
 /// keys, so such a row is failed and parked rather than projected).

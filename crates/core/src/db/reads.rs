@@ -1,5 +1,5 @@
 //! Leaderboard reads from PostgreSQL: the authoritative answer (strong reads, and the fallback
-//! when the projection lags), in exactly the order the projection gives (`definition::Order`:
+//! when the projection lags), in exactly the order the projection gives (`model::Order`:
 //! `(score, tie, user_id)`, greater first on descending boards, smaller first on ascending
 //! ones). Each read is one statement (`sql/reads/<read>_<desc|asc>.sql`): the page and the
 //! counts that rank it (`ranking.rs`) come from one snapshot.
@@ -9,8 +9,8 @@ use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement};
-use crate::definition::{Order, Sort};
-use crate::domain::{BoardId, MemberStanding, UserId};
+use crate::model::{BoardId, MemberStanding, UserId};
+use crate::model::{Order, Sort};
 use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
 /// A statement for each direction of a board's order: the SQL differs in its comparisons and

@@ -7,7 +7,7 @@ use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement};
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 /// One row of `user_scores`: the intent the projection must show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct SourceRow {
     pub user_id: String,
     pub score: i64,
     pub version: i64,
-    /// The member's tie (`definition::Order`): 0 on boards whose ties go by user id.
+    /// The member's tie (`model::Order`): 0 on boards whose ties go by user id.
     pub tie: i64,
     /// The entry's metadata as JSON text.
     pub metadata: Option<String>,

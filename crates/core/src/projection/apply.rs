@@ -16,7 +16,7 @@ use super::keys::KeyLayout;
 use super::member;
 use super::scripts::{PROJECT, evalsha, send_pipeline};
 use super::{ReadModelError, Store};
-use crate::domain::{BoardId, ProjectionEntry};
+use crate::model::{BoardId, ProjectionEntry};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowOutcome {

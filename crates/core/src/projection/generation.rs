@@ -17,8 +17,8 @@ use super::member;
 use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
 use super::{ReadModelError, Store, TimedConnection};
 use crate::db::source::SourceRow;
-use crate::definition::Order;
-use crate::domain::BoardId;
+use crate::model::BoardId;
+use crate::model::Order;
 
 /// A new generation of one board being built, on one connection held for the whole build.
 pub struct Build {

@@ -10,7 +10,7 @@ use super::member;
 use super::read::{Seal, seal, with_seal};
 use super::scripts::{OBSERVE, REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
 use super::{ReadModelError, Store};
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 /// What Redis holds for a member: its entry in the version hash (as stored: it may not be
 /// one `member::stored` writes), the score of the member that entry names (its tie key

@@ -41,7 +41,7 @@
 //! ([`BoardId`]) to exclude braces, so the tag cannot be broken by a crafted id. The namespace
 //! lets several deployments, or tests, share one Redis without touching each other's keys.
 
-use crate::domain::{BoardId, EventId};
+use crate::model::{BoardId, EventId};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyLayout {

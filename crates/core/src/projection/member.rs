@@ -1,5 +1,5 @@
 //! How a member of a board is spelt in Redis, so that Redis's order of `(score, member)` is the
-//! database's order of `(score, tie, user_id)` (`definition::Order`).
+//! database's order of `(score, tie, user_id)` (`model::Order`).
 //!
 //! ```text
 //! tie == 0 (ties by user id)   member = user_id                              (as before)

@@ -16,8 +16,8 @@ use super::keys::KeyLayout;
 use super::member;
 use super::scripts::READ;
 use super::{ReadModelError, Store};
-use crate::definition::{Order, Sort};
-use crate::domain::{BoardId, MemberStanding, UserId};
+use crate::model::{BoardId, MemberStanding, UserId};
+use crate::model::{Order, Sort};
 use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
 /// What the board's seal said about the keys an answer was read from.

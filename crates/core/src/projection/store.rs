@@ -14,7 +14,7 @@ use super::cluster::{self, ClusterLink};
 use super::keys::KeyLayout;
 use super::metrics::{command_label, record};
 use crate::config::{RedisSettings, redact_url};
-use crate::domain::BoardId;
+use crate::model::BoardId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadModelError {

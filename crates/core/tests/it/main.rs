@@ -9,6 +9,7 @@ mod commands;
 mod common;
 mod definitions;
 mod entry_counts;
+mod functions;
 mod generation;
 mod history;
 mod moderation_race;

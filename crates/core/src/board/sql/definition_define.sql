@@ -12,7 +12,7 @@
 -- entries would leave them in periods that no read names any more. Its periods' entries count
 -- (`<board>~<period>` ids, found by a prefix range on the primary key).
 --
--- Runs in board/definitions.rs's transaction. When the rule changes, the caller has taken
+-- Runs in board/definition/store.rs's transaction. When the rule changes, the caller has taken
 -- `LOCK TABLE user_scores IN SHARE MODE` first (definition_lock_entries.sql): no command can
 -- add an entry until the commit, and this statement's snapshot, taken after the lock, sees
 -- every entry committed before it. The check and the write are then exact.
@@ -28,7 +28,7 @@ WITH current AS (
     WHERE board_id = $1
 ),
 refusal AS (
-    -- An undeclared board follows the implicit rule (definition.rs's `implicit`).
+    -- An undeclared board follows the implicit rule (board/definition/types.rs's `implicit`).
     SELECT (coalesce((SELECT operator FROM current), 'add'),
             coalesce((SELECT sort FROM current), 'descending'),
             coalesce((SELECT tie_break FROM current), 'user_id'),

@@ -7,7 +7,7 @@
 -- $1 board id, $2 period id, $3 sort (ascending|descending), $4 tie break.
 --
 -- The order: descending boards put the greater (score, tie, user id) first, ascending boards
--- the smaller (definition.rs's Order); on a descending board the ascending keys are all NULL
+-- the smaller (model/order.rs's Order); on a descending board the ascending keys are all NULL
 -- and the descending ones decide, and the other way round.
 WITH open AS (
     SELECT 1 AS open

@@ -1,5 +1,5 @@
 -- Drops the boundaries a board's former cron schedule wrote ahead, when its schedule changes
--- (which only a board without entries may do: board/definitions.rs). Past ones stay: they
+-- (which only a board without entries may do: board/definition/store.rs). Past ones stay: they
 -- bound the periods that were.
 -- $1 board id.
 DELETE FROM board_resets

@@ -5,7 +5,7 @@
 -- (so that no command read a clock past it before it existed). Whole minutes, so whole seconds
 -- (board_resets' CHECK); a boundary already there is kept.
 -- $1 board id, $2 the schedule the fire times were computed from (a definer that changes it
--- holds the period lock too: board/definitions.rs), $3 wall-clock times.
+-- holds the period lock too: board/definition/store.rs), $3 wall-clock times.
 INSERT INTO board_resets (board_id, starts_at, actor)
 SELECT d.board_id, w.at_text::timestamp AT TIME ZONE d.time_zone, 'schedule'
 FROM board_definitions d, unnest($3::text[]) AS w(at_text)

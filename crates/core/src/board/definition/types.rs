@@ -1,112 +1,12 @@
-//! What a board is: its declared rule (operator), its order (sort, tie break) and the bounds of
-//! what may be submitted. A leaf: the command path (`board/`), both read paths (`db/reads.rs`,
-//! `projection/read.rs`) and the reconciler all take the order from here, so they cannot
-//! disagree. Where definitions are stored and cached is `board/definitions.rs`.
+//! What a board is: its declared rule (operator, `board/operator.rs`), its order (sort, tie
+//! break: `model/order.rs`, a leaf, since the read paths sort by it too), its resets and the
+//! bounds of what may be submitted.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::domain::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
-
-/// How a submission changes a member's score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Operator {
-    /// Each command adds its `delta` (Steam/Nakama/PlayFab "increment" / "incr" / "Sum").
-    Add,
-    /// The member keeps its best submitted `score` (Steam KeepBest, Nakama best, PlayFab Max).
-    Best,
-    /// Each submitted `score` replaces the last (Steam ForceUpdate, Nakama set, PlayFab Last).
-    Latest,
-}
-
-/// Which end of the board wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Sort {
-    /// Highest score first (rank 1 is the highest).
-    Descending,
-    /// Lowest score first (a time trial).
-    Ascending,
-}
-
-/// How members with equal scores are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum TieBreak {
-    /// By user id in byte order, in the board's direction (descending boards: the greater id
-    /// first, as before definitions existed; ascending boards: the smaller id first).
-    UserId,
-    /// The member who reached the score first ranks first, in the order the database applied
-    /// the submissions (a sequence drawn inside the command's statement).
-    Earliest,
-}
-
-impl Operator {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Add => "add",
-            Self::Best => "best",
-            Self::Latest => "latest",
-        }
-    }
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "add" => Some(Self::Add),
-            "best" => Some(Self::Best),
-            "latest" => Some(Self::Latest),
-            _ => None,
-        }
-    }
-    /// The name of the field a command on such a board carries its value in.
-    pub fn value_field(self) -> &'static str {
-        match self {
-            Self::Add => "delta",
-            Self::Best | Self::Latest => "score",
-        }
-    }
-}
-
-impl Sort {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Descending => "descending",
-            Self::Ascending => "ascending",
-        }
-    }
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "descending" => Some(Self::Descending),
-            "ascending" => Some(Self::Ascending),
-            _ => None,
-        }
-    }
-    /// Whether score `a` ranks strictly ahead of score `b` on such a board.
-    pub fn ahead(self, a: i64, b: i64) -> bool {
-        match self {
-            Self::Descending => a > b,
-            Self::Ascending => a < b,
-        }
-    }
-}
-
-impl TieBreak {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::UserId => "user_id",
-            Self::Earliest => "earliest",
-        }
-    }
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "user_id" => Some(Self::UserId),
-            "earliest" => Some(Self::Earliest),
-            _ => None,
-        }
-    }
-}
+use crate::board::operator::Operator;
+pub use crate::model::order::{Order, Sort, TieBreak};
+use crate::model::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
 
 /// When a board starts a new period (docs/api.md, "Periods"): each period is a board of its own,
 /// `<board>~<period id>` ([`BoardId::in_period`]), and a command lands in the period open when
@@ -268,48 +168,6 @@ impl Serialize for Reset {
     }
 }
 
-/// The order of a board: both read paths, the projection and the reconciler sort by it.
-///
-/// A member's place is `(score, tie, user_id)`, compared in the board's direction: descending
-/// boards put the greater tuple first, ascending boards the smaller. `tie` is 0 on `user_id`
-/// boards; on `earliest` boards it is drawn from `user_scores_reached_seq` when the score
-/// changes, signed by [`Order::tie_sign`] so that the earlier member's tuple sorts first.
-/// Redis sees the same tuple as `(score, member)`, `member` spelling `tie` and the user id in
-/// one order-preserving string (`projection/member.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Order {
-    pub sort: Sort,
-    pub tie_break: TieBreak,
-}
-
-impl Order {
-    /// How the seal spells the order (`"<sort>:<tie_break>"`), so that the projection says
-    /// how to read itself when PostgreSQL cannot ([`Order::decode`]).
-    pub fn encode(self) -> String {
-        format!("{}:{}", self.sort.as_str(), self.tie_break.as_str())
-    }
-
-    /// The order [`Order::encode`] spelt; `None` for anything else.
-    pub fn decode(raw: &str) -> Option<Self> {
-        let (sort, tie_break) = raw.split_once(':')?;
-        Some(Self {
-            sort: Sort::parse(sort)?,
-            tie_break: TieBreak::parse(tie_break)?,
-        })
-    }
-
-    /// The multiplier of the reached sequence's value: 0 (no tie key) on `user_id` boards;
-    /// on `earliest` boards −1 when descending (the earlier, smaller sequence value becomes the
-    /// greater tie, first in descending order), +1 when ascending.
-    pub fn tie_sign(self) -> i64 {
-        match (self.tie_break, self.sort) {
-            (TieBreak::UserId, _) => 0,
-            (TieBreak::Earliest, Sort::Descending) => -1,
-            (TieBreak::Earliest, Sort::Ascending) => 1,
-        }
-    }
-}
-
 /// A board's declared definition, or the implicit one of an undeclared board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -444,22 +302,6 @@ mod tests {
     }
 
     #[test]
-    fn the_earlier_member_sorts_first_in_either_direction() {
-        let order = |sort| Order {
-            sort,
-            tie_break: TieBreak::Earliest,
-        };
-        // Sequence values 5 (earlier) and 9 (later), at one score.
-        let (early, late) = (5, 9);
-        let desc = order(Sort::Descending).tie_sign();
-        // Descending: the greater tie comes first.
-        assert!(desc * early > desc * late);
-        let asc = order(Sort::Ascending).tie_sign();
-        // Ascending: the smaller tie comes first.
-        assert!(asc * early < asc * late);
-    }
-
-    #[test]
     fn resets_round_trip_and_odd_spellings_are_refused() {
         for r in [
             Reset::Never,
@@ -487,19 +329,5 @@ mod tests {
         ] {
             assert_eq!(Reset::parse(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for op in [Operator::Add, Operator::Best, Operator::Latest] {
-            assert_eq!(Operator::parse(op.as_str()), Some(op));
-        }
-        for s in [Sort::Descending, Sort::Ascending] {
-            assert_eq!(Sort::parse(s.as_str()), Some(s));
-        }
-        for t in [TieBreak::UserId, TieBreak::Earliest] {
-            assert_eq!(TieBreak::parse(t.as_str()), Some(t));
-        }
-        assert!(Sort::Ascending.ahead(1, 2) && Sort::Descending.ahead(2, 1));
     }
 }

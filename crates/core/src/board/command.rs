@@ -1,0 +1,183 @@
+//! A score command: its fields as they came, validated against the board's definition into a
+//! [`ScoreCommand`] (what its statement needs of the definition).
+
+use super::definition::{BoardDefinition, Sort};
+use super::operator::Operator;
+use crate::model::{
+    BoardId, Delta, EventId, MAX_ABS_SCORE, MAX_METADATA_BYTES, UserId, ValidationError,
+};
+
+/// One validated score command, with what its statement needs of the board's definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScoreCommand {
+    pub event_id: EventId,
+    pub board: BoardId,
+    pub user_id: UserId,
+    /// The board's operator: which statement applies it.
+    pub operator: Operator,
+    /// The delta on add boards, the submitted score on best and latest boards.
+    pub value: i64,
+    /// The definition's revision the command was validated against (0: undeclared board).
+    pub revision: i64,
+    /// `Order::tie_sign` of the board.
+    pub tie_sign: i64,
+    /// 1 on descending boards, -1 on ascending ones (which way a best board improves).
+    pub direction: i64,
+    pub min_score: i64,
+    pub max_score: i64,
+    /// The entry's metadata as compact JSON text.
+    pub metadata: Option<String>,
+}
+
+impl ScoreCommand {
+    /// An add command on an undeclared board (the implicit definition): what every command was
+    /// before definitions existed.
+    pub fn add(event_id: EventId, board: BoardId, user_id: UserId, delta: Delta) -> Self {
+        Self {
+            event_id,
+            board,
+            user_id,
+            operator: Operator::Add,
+            value: i64::from(delta.get()),
+            revision: 0,
+            tie_sign: 0,
+            direction: 1,
+            min_score: -MAX_ABS_SCORE,
+            max_score: MAX_ABS_SCORE,
+            metadata: None,
+        }
+    }
+}
+
+/// A command's fields as the body carried them, before validation. `score` and `delta` are
+/// the body's fields: exactly the one the board's operator takes must be present.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    pub event_id: &'a str,
+    pub user_id: &'a str,
+    pub score: Option<&'a serde_json::Number>,
+    pub delta: Option<&'a serde_json::Number>,
+    pub metadata: Option<&'a serde_json::Value>,
+}
+
+/// Validates a command's fields as they came, against `definition`, into a
+/// [`ScoreCommand`]. The fields are checked in order (event id, user id, the value field, the
+/// value, metadata), so the first bad one is the one reported. `score` and `delta` are the
+/// body's fields: exactly the one the board's operator takes must be present.
+pub fn command(
+    definition: &BoardDefinition,
+    event_id: &str,
+    user_id: &str,
+    score: Option<&serde_json::Number>,
+    delta: Option<&serde_json::Number>,
+    metadata: Option<&serde_json::Value>,
+) -> Result<ScoreCommand, ValidationError> {
+    let event_id = EventId::parse(event_id)?;
+    let user_id = UserId::parse(user_id)?;
+    let operator = definition.operator;
+    let value = operator.command_value(definition, score, delta)?;
+    let metadata = match metadata {
+        None | Some(serde_json::Value::Null) => None,
+        Some(value @ serde_json::Value::Object(_)) => {
+            let text = value.to_string();
+            if text.len() > MAX_METADATA_BYTES {
+                return Err(ValidationError::MetadataTooLarge);
+            }
+            Some(text)
+        }
+        Some(_) => return Err(ValidationError::InvalidMetadata),
+    };
+    let order = definition.order();
+    Ok(ScoreCommand {
+        event_id,
+        board: definition.board.clone(),
+        user_id,
+        operator,
+        value,
+        revision: definition.revision,
+        tie_sign: order.tie_sign(),
+        direction: match definition.sort {
+            Sort::Descending => 1,
+            Sort::Ascending => -1,
+        },
+        min_score: definition.min_score,
+        max_score: definition.max_score,
+        metadata,
+    })
+}
+
+impl Fields<'_> {
+    /// [`command`] of these fields.
+    pub fn validate(&self, definition: &BoardDefinition) -> Result<ScoreCommand, ValidationError> {
+        command(
+            definition,
+            self.event_id,
+            self.user_id,
+            self.score,
+            self.delta,
+            self.metadata,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(s: &str) -> serde_json::Number {
+        serde_json::from_str(s).expect("a JSON number")
+    }
+
+    fn implicit() -> BoardDefinition {
+        BoardDefinition::implicit(BoardId::parse("weekly").expect("board"))
+    }
+
+    #[test]
+    fn an_undeclared_board_counts_increments() {
+        assert_eq!(implicit().operator, Operator::Add);
+    }
+
+    #[test]
+    fn a_command_is_validated_field_by_field_in_order() {
+        let def = implicit();
+        let event = "6f9619ff-8b86-d011-b42d-00c04fc964ff";
+        let d = |s: &str| Some(number(s));
+        let command = super::command(&def, event, "user-a", None, d("-7").as_ref(), None)
+            .expect("a valid command");
+        assert_eq!(command.board, def.board);
+        assert_eq!(command.event_id.to_string(), event);
+        assert_eq!(command.user_id.as_str(), "user-a");
+        assert_eq!(command.value, -7);
+        let bad = d("1.5");
+        assert_eq!(
+            super::command(&def, "nil", "a\0b", None, bad.as_ref(), None),
+            Err(ValidationError::EventId)
+        );
+        assert_eq!(
+            super::command(&def, event, "a\0b", None, bad.as_ref(), None),
+            Err(ValidationError::UserId)
+        );
+        assert_eq!(
+            super::command(&def, event, "u", None, bad.as_ref(), None),
+            Err(ValidationError::DeltaNotInteger)
+        );
+        assert_eq!(
+            super::command(&def, event, "u", None, d("1001").as_ref(), None),
+            Err(ValidationError::DeltaOutOfRange)
+        );
+        // The wrong field, both, or neither.
+        let wrong = Err(ValidationError::WrongValueField {
+            operator: Operator::Add.as_str(),
+            field: Operator::Add.value_field(),
+        });
+        assert_eq!(
+            super::command(&def, event, "u", d("5").as_ref(), None, None),
+            wrong
+        );
+        assert_eq!(
+            super::command(&def, event, "u", d("5").as_ref(), d("5").as_ref(), None),
+            wrong
+        );
+        assert_eq!(super::command(&def, event, "u", None, None, None), wrong);
+    }
+}

@@ -1,0 +1,21 @@
+//! A board's definition, in one home: what it is (`types.rs`), how an operator states it and
+//! why a statement is refused (`parse.rs`), where it is stored, declared, changed and listed
+//! (`store.rs`), and the api's cache of it (`cache.rs`).
+
+mod cache;
+mod parse;
+mod store;
+mod types;
+
+pub use crate::board::operator::Operator;
+pub use cache::Definitions;
+pub use parse::{
+    Declaration, DefinitionError, parse_operator, parse_reset, parse_sort, parse_tie_break,
+};
+pub use store::{
+    DEFINE, DefineError, Defined, Expect, GET, LIST, LOCK_ENTRIES, LOCK_TIMEOUT, LOCK_WAIT,
+    MAX_PAGE, OPEN_FIRST_PERIOD, TIME_ZONE_KNOWN, declare, define, from_row, get, list, update,
+};
+pub use types::{
+    BoardDefinition, Cron, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Order, Reset, Sort, TieBreak,
+};

@@ -1,0 +1,29 @@
+      AND $4 BETWEEN $8 AND $9
+),
+-- latest: the member's score becomes the submitted one, whatever it was ($8 and $9 are
+-- checked in `go`). A submission of the score the member holds is one more version with the
+-- same score, and keeps the tie (the score was reached before); any other score draws a new
+-- tie on earliest boards. It always writes: no refusal.
+rule AS (
+    SELECT 'latest'::text AS operator, NULL::text AS refusal
+),
+upserted AS (
+    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
+    SELECT go.board_id, $3, $4, 1 + greatest(
+               coalesce((SELECT r.version FROM removed_entries r
+                         WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
+               coalesce((SELECT f.version FROM erased_version_floors f
+                         WHERE f.board_id = go.board_id), 0)),
+           tie, $10::jsonb, EXISTS (SELECT 1 FROM banned_users b WHERE b.user_id = $3)
+    FROM go
+    ON CONFLICT (board_id, user_id) DO UPDATE
+        SET score = EXCLUDED.score,
+            version = s.version + 1,
+            tie = CASE WHEN EXCLUDED.score = s.score THEN s.tie ELSE EXCLUDED.tie END,
+            metadata = coalesce(EXCLUDED.metadata, s.metadata),
+            updated_at = now()
+    RETURNING board_id, score, version, tie, metadata, hidden
+),
+written AS (
+    SELECT board_id, score, version, true AS improved, NULL::integer AS delta FROM upserted
+),
