@@ -12,7 +12,7 @@
 -- (KEYS[10..12]); KEYS[13] live seal, KEYS[14] rebuilt seal.
 -- ARGV[1] 'seal' (seal the new generation) or 'unseal' (the board has no rows in PostgreSQL:
 -- switch, and leave no seal behind, so reads of unknown boards create no keys).
--- ARGV[2] the board's order as definition.rs's `Order::encode` spells it ('descending:user_id'):
+-- ARGV[2] the board's order as model/order.rs's `Order::encode` spells it ('descending:user_id'):
 -- a read that cannot ask PostgreSQL for the definition reads it from the seal.
 --
 -- Answers 'switched', or an error when the rebuilt seal is gone (the build was abandoned or

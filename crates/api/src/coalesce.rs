@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
-use ledgerboard_core::definition::Order;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::board::definition::Order;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::read::{self, Sealed};
 use ledgerboard_core::projection::{ReadModelError, Store};
 use ledgerboard_core::ranking::{Cursor, Page, RankMode};

@@ -4,10 +4,10 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::definitions::{DefineError, DefinitionError};
+use ledgerboard_core::board::definition::{DefineError, DefinitionError};
 use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::db::StoreError;
-use ledgerboard_core::domain::ValidationError;
+use ledgerboard_core::model::ValidationError;
 use serde::Serialize;
 
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ledgerboard_core::db::reads::{Lag, lag};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::read::Seal;
 use serde::Serialize;
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use axum::extract::FromRef;
-use ledgerboard_core::board::definitions::Definitions;
+use ledgerboard_core::board::definition::Definitions;
 use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::board::periods::PeriodCache;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};

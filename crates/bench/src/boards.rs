@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::settings::Settings;
 use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::migrate;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ledgerboard_core::board::BoardKind;
+use ledgerboard_core::board::Operator;
 use ledgerboard_testkit::TEST_TOKEN;
 use serde::Serialize;
 
@@ -110,7 +110,7 @@ pub fn command(board: &str, field: &str, value: impl FnOnce(u64) -> i64) -> Vec<
 fn pgbench_script() -> String {
     // Highest parameter numbers first: "$1" is a prefix of "$10" and "$11". An undeclared
     // board's values: revision 0, ties by user id, the exact score range, no metadata.
-    let statement = strip_comments(BoardKind::Add.statement().sql())
+    let statement = strip_comments(Operator::Add.statement().sql())
         .replace("$11", "1::bigint")
         .replace("$10", "NULL::text")
         .replace("$9", "9007199254740991::bigint")

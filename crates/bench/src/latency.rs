@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;

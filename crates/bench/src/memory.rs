@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use ledgerboard_core::db::{Database, outbox};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::apply_batch;
 use ledgerboard_testkit::seed_outbox;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ledgerboard_core::board::periods::{self, CloseOutcome};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use serde::Serialize;
 
 use crate::api::Stack;

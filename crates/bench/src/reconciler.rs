@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::settings::Settings;
 use anyhow::Context;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use serde::Serialize;
 

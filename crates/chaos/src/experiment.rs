@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_harness::http;
 
 use crate::stack::{Members, PROJECTOR, Stack};

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
 use ledgerboard_core::db::{self, Database};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Seal;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::inspect::{self, Observed};

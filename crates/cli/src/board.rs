@@ -1,14 +1,14 @@
 //! `lbctl board create|update|reset|show|remove-entry|list`: board definitions (core's
-//! `board/definitions.rs`) and a board's periods.
+//! `board/definition/`) and a board's periods.
 
 use anyhow::Context;
 use clap::Subcommand;
-use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::definition::BoardDefinition;
+use ledgerboard_core::board::definition::{self, Declaration};
 use ledgerboard_core::board::moderation::Action;
 use ledgerboard_core::board::periods;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::definition::BoardDefinition;
-use ledgerboard_core::domain::{BoardId, UserId};
+use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_core::projection::Store;
 
 use crate::common::{self, default_actor};
@@ -123,7 +123,7 @@ pub struct BoardFields {
 
 impl BoardFields {
     fn declaration(self, operator: Option<&str>) -> anyhow::Result<Declaration> {
-        use ledgerboard_core::board::definitions::{
+        use ledgerboard_core::board::definition::{
             parse_operator, parse_reset, parse_sort, parse_tie_break,
         };
         Ok(Declaration {
@@ -188,7 +188,7 @@ pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<(
         } => {
             let board = parse(&board)?;
             let declaration = fields.declaration(Some(&operator))?;
-            let defined = definitions::declare(&db, &board, &declaration).await?;
+            let defined = definition::declare(&db, &board, &declaration).await?;
             if defined.order_changed {
                 forget_sealed_order(settings, &board).await;
             }
@@ -202,7 +202,7 @@ pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<(
         } => {
             let board = parse(&board)?;
             let changes = fields.declaration(operator.as_deref())?;
-            let defined = definitions::update(&db, &board, &changes).await?;
+            let defined = definition::update(&db, &board, &changes).await?;
             if defined.order_changed {
                 forget_sealed_order(settings, &board).await;
             }
@@ -236,7 +236,7 @@ pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<(
             }
         }
         BoardCommand::Show { board, json } => {
-            let def = definitions::get(&db, &parse(&board)?).await?;
+            let def = definition::get(&db, &parse(&board)?).await?;
             let what = if def.declared {
                 "declared"
             } else {
@@ -253,7 +253,7 @@ pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<(
             let mut board = parse(&board)?;
             if let Some(period) = period {
                 anyhow::ensure!(
-                    ledgerboard_core::domain::is_period_id(&period),
+                    ledgerboard_core::model::is_period_id(&period),
                     "--period must be a period id (YYYYMMDDTHHMMSSZ)"
                 );
                 board = board.in_period(&period).context("--period")?;
@@ -270,7 +270,7 @@ pub async fn run(settings: &Settings, command: BoardCommand) -> anyhow::Result<(
                 .map(BoardId::parse)
                 .transpose()
                 .context("--after")?;
-            let defs = definitions::list(&db, after.as_ref(), limit as usize).await?;
+            let defs = definition::list(&db, after.as_ref(), limit as usize).await?;
             if defs.is_empty() && !json {
                 println!("no declared boards");
             } else {

@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::periods::{self, Verification};
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 
 use crate::common;
 
@@ -59,7 +59,7 @@ pub async fn run(settings: &Settings, command: PeriodCommand) -> anyhow::Result<
     let board = BoardId::parse(&args.board).context("--board")?;
     let period = args.period.as_str();
     anyhow::ensure!(
-        ledgerboard_core::domain::is_period_id(period),
+        ledgerboard_core::model::is_period_id(period),
         "--period: {period:?} is not a period id (YYYYMMDDTHHMMSSZ)"
     );
     let json = args.json;

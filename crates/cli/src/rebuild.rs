@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use ledgerboard_core::daemon;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_reconciler::settings::Sections as ReconcilerSections;
 

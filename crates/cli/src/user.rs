@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::moderation::Action;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::domain::UserId;
+use ledgerboard_core::model::UserId;
 
 use crate::common;
 use crate::moderation::{ModerationArgs, moderate};

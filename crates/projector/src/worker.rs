@@ -14,7 +14,7 @@ use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError, commit};
-use ledgerboard_core::domain::ProjectionEntry;
+use ledgerboard_core::model::ProjectionEntry;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::{self, Outage, RowOutcome};
 use ledgerboard_core::telemetry::trace_context;

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ledgerboard_core::board::periods as core_periods;
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::{Database, history};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::{self, RequestKind};
 use ledgerboard_core::projection::{ReadModelError, Store, inspect};
 use tokio_util::sync::CancellationToken;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::settings::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::inspect::{self, Half, Observed};
 use ledgerboard_core::projection::member;
 use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::db::source;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::generation::Build;
 use serde::Serialize;
@@ -156,7 +156,7 @@ pub(crate) async fn build_and_switch_sealing(
     // A board with no source rows is switched but not sealed: reads of a board that does not
     // exist must leave nothing behind in Redis (unless the caller knows it exists).
     // The seal states the board's order, read now: its rule cannot change while it has entries
-    // (board/definitions.rs), so the order stays true for as long as the seal lives.
+    // (board/definition/), so the order stays true for as long as the seal lives.
     // A board whose every entry is hidden exists, and is empty: sealed, or each catch-up would
     // find it unsealed and ask for the same rebuild again, for ever.
     let exists = rows_read > 0
@@ -166,7 +166,7 @@ pub(crate) async fn build_and_switch_sealing(
             .map_err(PassError::from)?;
     let order = if exists {
         Some(
-            ledgerboard_core::board::definitions::get(db, board)
+            ledgerboard_core::board::definition::get(db, board)
                 .await
                 .map_err(PassError::from)?
                 .order(),

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::settings::Settings;
 use ledgerboard_core::board::periods;
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::RequestKind;
 use ledgerboard_core::projection::{
     ReadModelError, Seal, Store, generation, read, request_rebuild,

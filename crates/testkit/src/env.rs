@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::{TestDb, TestRedis};
 use ledgerboard_core::config::{DaemonSection, Settings, SharedOnly};
 use ledgerboard_core::db::{Database, migrate};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::{Store, inspect, member};
 
 pub struct TestEnv<D = SharedOnly> {
@@ -206,7 +206,7 @@ impl<D> TestEnv<D> {
 mod tests {
     use std::sync::Arc;
 
-    use ledgerboard_core::domain::BoardId;
+    use ledgerboard_core::model::BoardId;
 
     use super::TestEnv;
 

@@ -116,7 +116,7 @@ impl Auth {
 
 impl Identity {
     /// A score command on `board` needs a token that may write there.
-    pub fn require_write(&self, board: &ledgerboard_core::domain::BoardId) -> Result<(), ApiError> {
+    pub fn require_write(&self, board: &ledgerboard_core::model::BoardId) -> Result<(), ApiError> {
         match self {
             Identity::Anonymous => Err(ApiError::Unauthenticated(
                 "score commands need a bearer token",

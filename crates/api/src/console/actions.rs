@@ -8,7 +8,7 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use ledgerboard_core::db::{history, outbox};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::{self, RequestKind};
 use serde::Deserialize;
 use serde_json::json;

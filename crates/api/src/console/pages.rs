@@ -7,10 +7,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use ledgerboard_core::board::definition::{BoardDefinition, Reset};
 use ledgerboard_core::board::{moderation, periods};
 use ledgerboard_core::db::{self, source};
-use ledgerboard_core::definition::{BoardDefinition, Reset};
-use ledgerboard_core::domain::{BoardId, UserId};
+use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_core::projection::classify::{Classification, verdict};
 use ledgerboard_core::projection::inspect::{self, Observed};
 use ledgerboard_core::projection::{ReadModelError, Seal, read};
@@ -77,7 +77,7 @@ pub async fn boards(
         .transpose()
         .map_err(ApiError::from)?;
     let defs =
-        ledgerboard_core::board::definitions::list(&state.read_db, after.as_ref(), BOARDS_PER_PAGE)
+        ledgerboard_core::board::definition::list(&state.read_db, after.as_ref(), BOARDS_PER_PAGE)
             .await
             .map_err(unanswered::page_in_postgres)?;
     let mut targets = Vec::with_capacity(defs.len());

@@ -1,6 +1,6 @@
 //! Board definitions: `PUT /v1/boards/{board}` declares or replaces one (admin scope),
 //! `GET /v1/boards/{board}` shows one (an undeclared board's implicit definition too),
-//! `GET /v1/boards` lists the declared ones. The rules are core's (`board/definitions.rs`).
+//! `GET /v1/boards` lists the declared ones. The rules are core's (`board/definition/`).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -8,13 +8,13 @@ use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::definitions::{
+use ledgerboard_core::board::definition::BoardDefinition;
+use ledgerboard_core::board::definition::{
     self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
     parse_tie_break,
 };
 use ledgerboard_core::board::periods;
-use ledgerboard_core::definition::BoardDefinition;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
@@ -141,9 +141,9 @@ pub(crate) async fn define(
     state: &AppState,
     board: &BoardId,
     raw: &DefinitionBody,
-) -> Result<definitions::Defined, ApiError> {
+) -> Result<definition::Defined, ApiError> {
     let def = raw.declaration()?.definition(board.clone())?;
-    let defined = definitions::define(&state.db, &def, Expect::Any).await;
+    let defined = definition::define(&state.db, &def, Expect::Any).await;
     // Forgotten whatever the outcome: a failed attempt may have committed before its answer
     // was lost, and a re-read costs one query.
     state.definitions.forget(board);
@@ -227,14 +227,14 @@ pub async fn list_boards(
 ) -> Result<Json<BoardList>, ApiError> {
     let Query(query) = query.map_err(|r| ApiError::BadQuery(r.body_text()))?;
     let limit = query.limit.unwrap_or(100);
-    if !(1..=definitions::MAX_PAGE as u64).contains(&limit) {
+    if !(1..=definition::MAX_PAGE as u64).contains(&limit) {
         return Err(ApiError::OutOfRange(format!(
             "limit must be between 1 and {}",
-            definitions::MAX_PAGE
+            definition::MAX_PAGE
         )));
     }
     let after = query.after.as_deref().map(BoardId::parse).transpose()?;
-    let boards = definitions::list(&state.read_db, after.as_ref(), limit as usize).await?;
+    let boards = definition::list(&state.read_db, after.as_ref(), limit as usize).await?;
     // A full page may have a successor; a short one is the last.
     let next = (boards.len() as u64 == limit)
         .then(|| boards.last().map(|d| d.board.to_string()))

@@ -9,7 +9,7 @@ use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::moderation::{self, Action, Command, Moderated};
-use ledgerboard_core::domain::{BoardId, EventId, UserId, is_period_id};
+use ledgerboard_core::model::{BoardId, EventId, UserId, is_period_id};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Identity;

@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use ledgerboard_core::board::periods::{self, MAX_STANDINGS_PAGE, Outcome, Standing, Verification};
-use ledgerboard_core::domain::{BoardId, is_period_id};
+use ledgerboard_core::model::{BoardId, is_period_id};
 use serde::{Deserialize, Serialize};
 
 use super::path_error;

@@ -2,8 +2,8 @@
 //! each with what it falls back to while PostgreSQL cannot say (shared by the reads and the
 //! console).
 
-use ledgerboard_core::definition::{BoardDefinition, Order};
-use ledgerboard_core::domain::{BoardId, is_period_id};
+use ledgerboard_core::board::definition::{BoardDefinition, Order};
+use ledgerboard_core::model::{BoardId, is_period_id};
 use ledgerboard_core::projection::read;
 
 use super::reads::Consistency;

@@ -9,8 +9,8 @@ use crate::common;
 use axum::Router;
 use axum::http::StatusCode;
 use common::{TestEnv, app_with, get};
+use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::config::Millis;
-use ledgerboard_core::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::ranking::Cursor;
 use serde_json::Value;
 

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use ledgerboard_api::coalesce::{Start, TopReads, TopRequest};
+use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::config::{Count, RedisSettings};
-use ledgerboard_core::definition::{Order, Sort, TieBreak};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::ranking::RankMode;
 use ledgerboard_testkit::RedisServer;

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_testkit::{Process, TestDb, TestRedis, daemon_env, settings_for};
 use serde_json::Value;

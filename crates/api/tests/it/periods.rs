@@ -313,7 +313,7 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     // before any pass or rebuild could write them back.
     let store = env.store();
     let old_board =
-        ledgerboard_core::domain::BoardId::parse_stored(&format!("season~{p1}")).expect("period");
+        ledgerboard_core::model::BoardId::parse_stored(&format!("season~{p1}")).expect("period");
     let existing = async || -> i64 {
         let mut conn = store.connection().await.expect("redis");
         redis::cmd("EXISTS")
@@ -571,7 +571,7 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
     assert_eq!(cron["reset"], "0 18 * * FRI");
     let fridays = ledgerboard_core::board::periods::current(
         &env.database(),
-        &ledgerboard_core::domain::BoardId::parse("fridays").expect("board"),
+        &ledgerboard_core::model::BoardId::parse("fridays").expect("board"),
     )
     .await
     .expect("periods")

@@ -14,7 +14,7 @@ use axum::http::{Request, StatusCode};
 use ledgerboard_api::{AppState, router};
 use ledgerboard_core::config::Count;
 use ledgerboard_core::db::{Database, migrate};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_testkit::{PgBouncer, TestDb, TestRedis, test_tokens, wait_until};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use common::{Settings, app_with, get};
 use ledgerboard_core::config::Millis;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::read::{Seal, board_seal};
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;

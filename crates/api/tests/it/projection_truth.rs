@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::StatusCode;
+use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::model::{BoardId, Delta, EventId, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_harness::http;
 
 use super::specs::SPECS;

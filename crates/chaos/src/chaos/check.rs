@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use uuid::Uuid;
 
 use super::api::bounded_read;
@@ -75,7 +75,7 @@ pub(super) async fn check(
             }
             let after: Vec<Applied> = commands.into_iter().filter(|c| c.1 > base).collect();
             let bumps = moderated.bumps.get(&member).copied().unwrap_or(0);
-            match expected(spec.kind, after, base, bumps) {
+            match expected((spec.operator, spec.sort), after, base, bumps) {
                 Ok(Some(t)) => {
                     want.insert(user.to_owned(), (t.score, t.version));
                 }

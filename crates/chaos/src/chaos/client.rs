@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::board::BoardKind;
+use ledgerboard_core::board::Value;
 use ledgerboard_harness::http;
 use uuid::Uuid;
 
@@ -44,7 +44,8 @@ pub(super) async fn client(
             Some((event, mut command, _)) => {
                 // Deltas are within ±100: one more is another valid delta (never 0); scores
                 // are below SCORES: one more is within the declared bounds.
-                command.value = if spec(command.board).kind == BoardKind::Add && command.value == -1
+                command.value = if spec(command.board).operator.value() == Value::Delta
+                    && command.value == -1
                 {
                     1
                 } else {
@@ -56,7 +57,7 @@ pub(super) async fn client(
                 let event = rng.uuid();
                 let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
                 let user = format!("user-{:03}", rng.below(USERS));
-                let value = if spec(board).kind == BoardKind::Add {
+                let value = if spec(board).operator.value() == Value::Delta {
                     let magnitude = 1 + rng.below(100) as i64;
                     if rng.below(2) == 0 {
                         magnitude
@@ -155,11 +156,7 @@ pub(super) async fn send(
     command: &Command,
     deadline: Instant,
 ) -> (Option<u16>, String, u64) {
-    let field = if spec(command.board).kind == BoardKind::Add {
-        "delta"
-    } else {
-        "score"
-    };
+    let field = spec(command.board).operator.value_field();
     let body = format!(
         r#"{{"event_id":"{event}","user_id":"{}","{field}":{}}}"#,
         command.user, command.value

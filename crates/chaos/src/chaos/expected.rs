@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ledgerboard_core::board::{BoardKind, Tally};
-use ledgerboard_core::definition::Sort;
+use ledgerboard_core::board::definition::Sort;
+use ledgerboard_core::board::{Operator, Tally};
 
 use super::specs::Spec;
 use crate::stack::Placed;
@@ -17,7 +17,7 @@ pub(super) type Applied = (i64, i64, bool);
 pub(super) type Members = BTreeMap<String, (i64, i64)>;
 
 /// The score and version a member's accepted commands make by the board's rule
-/// ([`BoardKind::expected`]), from each command's value and the version and `improved` its
+/// ([`Operator::expected`]), from each command's value and the version and `improved` its
 /// event recorded; an error naming what is wrong when the recorded events themselves break
 /// the rule. `commands` are those after the member's last removal, whose version was `base`
 /// (0: never removed), and `bumps` bans and unbans changed the entry since (one version each).
@@ -34,7 +34,7 @@ pub(super) type Members = BTreeMap<String, (i64, i64)>;
 /// entry (the versions a ban or unban took are not recorded per member, so with bumps the
 /// check is that the commands' versions leave exactly `bumps` of that range to them).
 pub(super) fn expected(
-    kind: BoardKind,
+    (operator, sort): (Operator, Sort),
     mut commands: Vec<Applied>,
     base: i64,
     bumps: i64,
@@ -58,24 +58,28 @@ pub(super) fn expected(
         score: t.score,
         version: base + t.version + bumps,
     };
-    match kind {
-        BoardKind::Add => {
+    match operator {
+        Operator::Add => {
             in_order(&commands)?;
-            Ok(kind.expected(commands.iter().map(|c| c.0)).map(moved))
+            Ok(operator
+                .expected(sort, commands.iter().map(|c| c.0))
+                .map(moved))
         }
-        BoardKind::Latest => {
+        Operator::Latest => {
             in_order(&commands)?;
-            Ok(kind.expected(commands.iter().map(|c| c.0)).map(moved))
+            Ok(operator
+                .expected(sort, commands.iter().map(|c| c.0))
+                .map(moved))
         }
-        BoardKind::Best(_) => {
-            let Some(best) = kind.expected(commands.iter().map(|c| c.0)) else {
+        Operator::Best => {
+            let Some(best) = operator.expected(sort, commands.iter().map(|c| c.0)) else {
                 return Ok(None);
             };
             let improving: Vec<Applied> = commands.iter().copied().filter(|c| c.2).collect();
             in_order(&improving)?;
             // Folding only the improving events counts each one exactly when it beats the one
             // before: a version short of their number is one that did not improve.
-            let chain = kind.expected(improving.iter().map(|c| c.0));
+            let chain = operator.expected(sort, improving.iter().map(|c| c.0));
             if chain.map(|t| t.version) != Some(improving.len() as i64)
                 || chain.map(|t| t.score) != Some(best.score)
             {
@@ -147,10 +151,10 @@ mod tests {
     use super::*;
     use crate::chaos::specs::SPECS;
 
-    const ADD: BoardKind = BoardKind::Add;
-    const BEST_DESC: BoardKind = BoardKind::Best(Sort::Descending);
-    const BEST_ASC: BoardKind = BoardKind::Best(Sort::Ascending);
-    const LATEST: BoardKind = BoardKind::Latest;
+    const ADD: (Operator, Sort) = (Operator::Add, Sort::Descending);
+    const BEST_DESC: (Operator, Sort) = (Operator::Best, Sort::Descending);
+    const BEST_ASC: (Operator, Sort) = (Operator::Best, Sort::Ascending);
+    const LATEST: (Operator, Sort) = (Operator::Latest, Sort::Descending);
 
     fn tally(score: i64, version: i64) -> Option<Tally> {
         Some(Tally { score, version })

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_harness::{Daemon, RedisServer};
 
 use crate::stack::{PROJECTOR, RECONCILER, Stack};

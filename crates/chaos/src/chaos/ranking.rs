@@ -1,6 +1,6 @@
 //! A board's entries in rank order, from PostgreSQL's rows and from a read's page.
 
-use ledgerboard_core::definition::Sort;
+use ledgerboard_core::board::definition::Sort;
 
 use crate::stack::Placed;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ledgerboard_core::board::periods;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 
 use super::api::{bounded_read, get};
 use super::drain::wait_drained;

@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 
 use anyhow::Context;
-use ledgerboard_core::board::BoardKind;
-use ledgerboard_core::definition::Sort;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::board::Operator;
+use ledgerboard_core::board::definition::Sort;
+use ledgerboard_core::model::BoardId;
 
 use crate::stack::Stack;
 
@@ -14,7 +14,8 @@ use crate::stack::Stack;
 /// /v1/boards/{board}` before the load), none for the undeclared add board.
 pub(super) struct Spec {
     pub(super) name: &'static str,
-    pub(super) kind: BoardKind,
+    pub(super) operator: Operator,
+    /// Which way is better: the operator's fold needs it for best, the checks for the order.
     pub(super) sort: Sort,
     pub(super) declaration: Option<&'static str>,
     /// The `n` of the board's `every <n>s` reset, for the board cut into periods (its
@@ -32,14 +33,14 @@ pub(super) struct Spec {
 pub(super) const SPECS: [Spec; 4] = [
     Spec {
         name: "chaos-a",
-        kind: BoardKind::Add,
+        operator: Operator::Add,
         sort: Sort::Descending,
         declaration: None,
         period_secs: None,
     },
     Spec {
         name: "chaos-b",
-        kind: BoardKind::Best(Sort::Ascending),
+        operator: Operator::Best,
         sort: Sort::Ascending,
         declaration: Some(
             r#"{"display_name":"chaos time trial","operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000}"#,
@@ -48,7 +49,7 @@ pub(super) const SPECS: [Spec; 4] = [
     },
     Spec {
         name: "chaos-c",
-        kind: BoardKind::Latest,
+        operator: Operator::Latest,
         sort: Sort::Descending,
         declaration: Some(
             r#"{"operator":"latest","sort":"descending","tie_break":"earliest","min_score":0,"max_score":1000}"#,
@@ -57,7 +58,7 @@ pub(super) const SPECS: [Spec; 4] = [
     },
     Spec {
         name: "chaos-d",
-        kind: BoardKind::Best(Sort::Descending),
+        operator: Operator::Best,
         sort: Sort::Descending,
         declaration: Some(
             r#"{"display_name":"chaos season","operator":"best","sort":"descending","tie_break":"earliest","min_score":0,"max_score":1000,"reset":"every 2s"}"#,

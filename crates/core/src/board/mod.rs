@@ -27,7 +27,3 @@ pub use apply::apply_score_command;
 pub use command::{Fields, ScoreCommand, command};
 pub use operator::{Operator, Tally, Value};
 pub use submit::{SubmitError, submit};
-
-// Old paths, kept until the lead moves the callers (see the end of lib.rs).
-pub use crate::old_paths::BoardKind;
-pub use definition as definitions;

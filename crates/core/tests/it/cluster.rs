@@ -2,9 +2,9 @@
 //! a projection batch spanning many slots, a member read (MULTI/EXEC) after its slot moved, a
 //! batch after a failover, and the per-node commands operators' tools use.
 
+use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::config::RedisSettings;
-use ledgerboard_core::definition::{Order, Sort, TieBreak};
-use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
+use ledgerboard_core::model::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_core::projection::read;

@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::common::{Env, env};
+use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::db::StoreError;
-use ledgerboard_core::domain::{BoardId, CommandOutcome, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::model::{BoardId, CommandOutcome, Delta, EventId, UserId};
 use ledgerboard_testkit::wait_until;
 use uuid::Uuid;
 

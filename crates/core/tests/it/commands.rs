@@ -3,10 +3,10 @@
 //! the outbox, the answer (`improved`), repeats and 409s, bounds and the revision check.
 
 use crate::common::{Env, env};
+use ledgerboard_core::board::definition::BoardDefinition;
 use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::db::StoreError;
-use ledgerboard_core::definition::BoardDefinition;
-use ledgerboard_core::domain::{CommandOutcome, ValidationError};
+use ledgerboard_core::model::{CommandOutcome, ValidationError};
 use serde_json::{Number, Value, json};
 use uuid::Uuid;
 
@@ -38,8 +38,8 @@ impl Env {
     }
 
     async fn definition(&self, board: &str) -> BoardDefinition {
-        let board = ledgerboard_core::domain::BoardId::parse(board).expect("board");
-        board::definitions::get(&self.db, &board)
+        let board = ledgerboard_core::model::BoardId::parse(board).expect("board");
+        board::definition::get(&self.db, &board)
             .await
             .expect("definition")
     }

@@ -2,12 +2,12 @@
 //! refusal to change the rule of a board that has entries, including an entry whose command
 //! is still in flight when the change arrives.
 
-use ledgerboard_core::board::definitions::{
+use ledgerboard_core::board::definition::{
     self, Declaration, DefineError, Expect, define, list, update,
 };
+use ledgerboard_core::board::definition::{Operator, Sort, TieBreak};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::definition::{Operator, Sort, TieBreak};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_testkit::TestDb;
 
 use crate::common::{Env, env, lock_waits};
@@ -65,11 +65,11 @@ async fn declare_update_and_list_bump_revisions_only_on_change() {
     let lap = board("lap-1");
 
     // Undeclared: the implicit definition, revision 0.
-    let implicit = definitions::get(&pool, &lap).await.expect("get");
+    let implicit = definition::get(&pool, &lap).await.expect("get");
     assert!(!implicit.declared);
     assert_eq!((implicit.operator, implicit.revision), (Operator::Add, 0));
 
-    let created = definitions::declare(&pool, &lap, &time_trial())
+    let created = definition::declare(&pool, &lap, &time_trial())
         .await
         .expect("declare");
     assert!(created.created && created.changed);
@@ -80,7 +80,7 @@ async fn declare_update_and_list_bump_revisions_only_on_change() {
         (None, None)
     );
     assert_eq!(
-        definitions::get(&pool, &lap).await.expect("get"),
+        definition::get(&pool, &lap).await.expect("get"),
         created.definition
     );
 
@@ -90,7 +90,7 @@ async fn declare_update_and_list_bump_revisions_only_on_change() {
     assert!(!again.created && !again.changed);
     assert_eq!(again.definition.revision, 1);
     assert!(matches!(
-        definitions::declare(&pool, &lap, &time_trial()).await,
+        definition::declare(&pool, &lap, &time_trial()).await,
         Err(DefineError::AlreadyDeclared(_))
     ));
 
@@ -142,12 +142,12 @@ async fn declare_update_and_list_bump_revisions_only_on_change() {
             operator: Some(Operator::Add),
             ..Declaration::default()
         };
-        definitions::declare(&pool, &board(name), &plain)
+        definition::declare(&pool, &board(name), &plain)
             .await
             .expect("declare");
     }
     // Byte order: upper case first, '-' (0x2D) before '.' (0x2E).
-    let names = |defs: Vec<ledgerboard_core::definition::BoardDefinition>| {
+    let names = |defs: Vec<ledgerboard_core::board::definition::BoardDefinition>| {
         defs.into_iter()
             .map(|d| d.board.to_string())
             .collect::<Vec<_>>()
@@ -167,7 +167,7 @@ async fn the_rule_of_a_board_with_entries_does_not_change() {
 
     // An undeclared board with entries keeps the implicit rule: declaring another is refused,
     // and nothing is written.
-    let refused = definitions::declare(&pool, &weekly, &time_trial()).await;
+    let refused = definition::declare(&pool, &weekly, &time_trial()).await;
     match refused {
         Err(DefineError::HasEntries { operator, sort, .. }) => {
             assert_eq!((operator, sort), ("add", "descending"));
@@ -184,7 +184,7 @@ async fn the_rule_of_a_board_with_entries_does_not_change() {
         max_delta: Some(50),
         ..Declaration::default()
     };
-    let declared = definitions::declare(&pool, &weekly, &keep)
+    let declared = definition::declare(&pool, &weekly, &keep)
         .await
         .expect("same rule");
     assert_eq!(declared.definition.revision, 1);
@@ -249,7 +249,7 @@ async fn a_rule_change_waits_for_the_command_in_flight_and_then_refuses() {
     let definer = {
         let pool = pool.clone();
         tokio::spawn(
-            async move { definitions::declare(&pool, &board("fresh"), &time_trial()).await },
+            async move { definition::declare(&pool, &board("fresh"), &time_trial()).await },
         )
     };
     lock_waits(&db.client().await, 1).await;
@@ -279,19 +279,19 @@ async fn a_definer_gives_up_on_a_long_transaction() {
     .await
     .expect("an uncommitted entry");
     let started = std::time::Instant::now();
-    let outcome = definitions::declare(&pool, &board("new"), &time_trial()).await;
+    let outcome = definition::declare(&pool, &board("new"), &time_trial()).await;
     assert!(
         matches!(outcome, Err(DefineError::Store(StoreError::Contended(_)))),
         "{outcome:?}"
     );
     assert!(
-        started.elapsed() >= definitions::LOCK_WAIT,
+        started.elapsed() >= definition::LOCK_WAIT,
         "{:?}",
         started.elapsed()
     );
     tx.rollback().await.expect("rollback");
     // Once the transaction is gone, the same declaration goes through.
-    definitions::declare(&pool, &board("new"), &time_trial())
+    definition::declare(&pool, &board("new"), &time_trial())
         .await
         .expect("declare");
 }

@@ -14,19 +14,19 @@ use crate::common::env;
 const FUNCTIONS: [(&str, &str); 4] = [
     (
         "lb_command_board",
-        include_str!("../src/board/sql/functions/lb_command_board.sql"),
+        include_str!("../../src/board/sql/functions/lb_command_board.sql"),
     ),
     (
         "board_entry_counts_add",
-        include_str!("../src/board/sql/functions/board_entry_counts_add.sql"),
+        include_str!("../../src/board/sql/functions/board_entry_counts_add.sql"),
     ),
     (
         "board_entry_counts_statement",
-        include_str!("../src/board/sql/functions/board_entry_counts_statement.sql"),
+        include_str!("../../src/board/sql/functions/board_entry_counts_statement.sql"),
     ),
     (
         "board_entry_counts_bump",
-        include_str!("../src/board/sql/functions/board_entry_counts_bump.sql"),
+        include_str!("../../src/board/sql/functions/board_entry_counts_bump.sql"),
     ),
 ];
 

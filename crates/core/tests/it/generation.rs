@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ledgerboard_core::config::RedisSettings;
 use ledgerboard_core::db::source::SourceRow;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::Build;
 use ledgerboard_core::projection::{Store, inspect, member};
 use ledgerboard_testkit::TestRedis;

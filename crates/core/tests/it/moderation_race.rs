@@ -10,7 +10,7 @@
 use ledgerboard_core::board::moderation::{Action, Command, moderate};
 use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::{BoardId, UserId};
+use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_testkit::TestDb;
 
 use crate::common::{Env, env, lock_waits};
@@ -22,7 +22,7 @@ const USER: &str = "racer";
 
 async fn add(db: &Database, delta: i64) -> (i64, i64) {
     let board = BoardId::parse(BOARD).expect("board");
-    let def = board::definitions::get(db, &board)
+    let def = board::definition::get(db, &board)
         .await
         .expect("definition");
     let n = Number::from(delta);

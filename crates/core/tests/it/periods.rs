@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::common::{Env, env, lock_waits};
-use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::definition::{self, Declaration};
+use ledgerboard_core::board::definition::{Operator, Reset};
 use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::definition::{Operator, Reset};
-use ledgerboard_core::domain::{BoardId, CommandOutcome};
+use ledgerboard_core::model::{BoardId, CommandOutcome};
 use ledgerboard_testkit::wait_until;
 use serde_json::Number;
 use uuid::Uuid;
@@ -42,7 +42,7 @@ impl Env {
             time_zone: Some(zone.to_owned()),
             ..Declaration::default()
         };
-        definitions::declare(&self.db, &board(name), &declaration)
+        definition::declare(&self.db, &board(name), &declaration)
             .await
             .expect("declare");
     }
@@ -82,9 +82,7 @@ impl Env {
 }
 
 async fn add(db: &Database, name: &str, user: &str, delta: i64) -> CommandOutcome {
-    let def = definitions::get(db, &board(name))
-        .await
-        .expect("definition");
+    let def = definition::get(db, &board(name)).await.expect("definition");
     let delta = Number::from(delta);
     let cmd = board::command(
         &def,
@@ -129,9 +127,7 @@ fn period_id(secs: i64) -> String {
 
 /// A `best` board's command of `score` for `user`, validated against the board's definition.
 async fn best(db: &Database, name: &str, user: &str, score: i64) -> CommandOutcome {
-    let def = definitions::get(db, &board(name))
-        .await
-        .expect("definition");
+    let def = definition::get(db, &board(name)).await.expect("definition");
     let score = Number::from(score);
     let cmd = board::command(
         &def,

@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use crate::common::{self, Env};
-use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::definition::{self, Declaration};
+use ledgerboard_core::board::definition::{Operator, Reset};
 use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::definition::{Operator, Reset};
-use ledgerboard_core::domain::{BoardId, UserId};
+use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_testkit::wait_until;
 use serde_json::Number;
 use uuid::Uuid;
@@ -22,7 +22,7 @@ async fn env() -> Env {
         reset: Some(Reset::Manual),
         ..Declaration::default()
     };
-    definitions::declare(&env.db, &cup(), &declaration)
+    definition::declare(&env.db, &cup(), &declaration)
         .await
         .expect("declare");
     env
@@ -39,9 +39,7 @@ fn user(name: &str) -> UserId {
 impl Env {
     /// One add command on the cup; the period it landed in.
     async fn add_to_cup(&self, name: &str, delta: i64) -> String {
-        let def = definitions::get(&self.db, &cup())
-            .await
-            .expect("definition");
+        let def = definition::get(&self.db, &cup()).await.expect("definition");
         let delta = Number::from(delta);
         let cmd = board::command(
             &def,

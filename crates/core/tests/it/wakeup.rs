@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::config::{Count, DatabaseSettings};
 use ledgerboard_core::db::wakeup::OUTBOX_CHANNEL;
 use ledgerboard_core::db::{Database, migrate};
-use ledgerboard_core::domain::{BoardId, Delta, EventId, ScoreCommand, UserId};
+use ledgerboard_core::model::{BoardId, Delta, EventId, UserId};
 use ledgerboard_testkit::{TestDb, wait_until};
 use tokio_postgres::{AsyncMessage, NoTls};
 

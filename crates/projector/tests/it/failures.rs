@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{TestEnv, start_replica};
 use ledgerboard_core::config::Millis;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::scripts::PROJECT;
 use ledgerboard_projector::settings::ClaimMode;
 use ledgerboard_testkit::{RedisServer, wait_until};
@@ -135,8 +135,8 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
         .into_iter()
         .enumerate()
     {
-        let bad = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
-        let good = ledgerboard_core::domain::EventId::from(uuid::Uuid::new_v4());
+        let bad = ledgerboard_core::model::EventId::from(uuid::Uuid::new_v4());
+        let good = ledgerboard_core::model::EventId::from(uuid::Uuid::new_v4());
         let reply: Vec<String> = PROJECT
             .key(keys.scores(&board))
             .key(keys.versions(&board))
@@ -199,7 +199,7 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
 /// board, or refused for a bad argument, asks for nothing.
 #[tokio::test]
 async fn a_row_refused_at_corrupt_keys_asks_for_the_boards_rebuild() {
-    use ledgerboard_core::domain::{EventId, ProjectionEntry, UserId};
+    use ledgerboard_core::model::{EventId, ProjectionEntry, UserId};
     use ledgerboard_core::projection::{RowOutcome, apply_batch};
 
     let env = TestEnv::new(|_| {}).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::outbox;
-use ledgerboard_core::domain::{BoardId, EventId, ProjectionEntry, UserId};
+use ledgerboard_core::model::{BoardId, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::{RowOutcome, apply_batch};
 use ledgerboard_projector::Projector;
 use ledgerboard_projector::settings::{ClaimMode, UnsafeRedisAction};
@@ -367,11 +367,11 @@ async fn a_commit_wakes_an_idle_projector() {
     .await
     .expect("the projector never LISTENed");
     let db = env.database();
-    let command = ledgerboard_core::domain::ScoreCommand::add(
+    let command = ledgerboard_core::board::ScoreCommand::add(
         EventId::from(uuid::Uuid::new_v4()),
         BoardId::parse("live").expect("board"),
         UserId::parse("player").expect("user"),
-        ledgerboard_core::domain::Delta::new(42).expect("delta"),
+        ledgerboard_core::model::Delta::new(42).expect("delta"),
     );
     ledgerboard_core::board::apply_score_command(&db, &command, None)
         .await

@@ -8,7 +8,7 @@ use common::TestEnv;
 
 use std::time::Duration;
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::cluster_slot;
 use ledgerboard_harness::RedisCluster;
 use ledgerboard_reconciler::pass::PassOptions;

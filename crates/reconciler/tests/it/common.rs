@@ -4,7 +4,7 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::Reconciler;
 use ledgerboard_reconciler::pass::PassOptions;

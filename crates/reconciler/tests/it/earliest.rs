@@ -9,7 +9,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::member;
 use ledgerboard_reconciler::rebuild;
 

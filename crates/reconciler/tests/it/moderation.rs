@@ -11,11 +11,11 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ledgerboard_core::board::definition::{BoardDefinition, Order};
 use ledgerboard_core::board::moderation::{Action, Command, ModerationError, moderate};
 use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::db::reads;
-use ledgerboard_core::definition::{BoardDefinition, Order};
-use ledgerboard_core::domain::{BoardId, EntryChange, EventId, ProjectionEntry, UserId};
+use ledgerboard_core::model::{BoardId, EntryChange, EventId, ProjectionEntry, UserId};
 use ledgerboard_core::projection::apply::{RowOutcome, apply_batch};
 use ledgerboard_core::projection::read::{self, Seal};
 use ledgerboard_core::ranking::RankMode;
@@ -40,7 +40,7 @@ fn user(u: &str) -> UserId {
 /// One score command (an add board's delta, the board undeclared) through core's path.
 async fn add(env: &TestEnv, b: &str, u: &str, delta: i64) -> (i64, i64) {
     let db = env.database();
-    let def = board::definitions::get(&db, &board(b))
+    let def = board::definition::get(&db, &board(b))
         .await
         .expect("definition");
     let delta = serde_json::Number::from(delta);

@@ -5,7 +5,7 @@ use crate::common;
 use common::TestEnv;
 use std::time::Duration;
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_testkit::Process;
 

@@ -8,10 +8,10 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ledgerboard_core::board::definitions::{self, Declaration};
+use ledgerboard_core::board::definition::{self, Declaration};
+use ledgerboard_core::board::definition::{Operator, Reset};
 use ledgerboard_core::board::periods;
-use ledgerboard_core::definition::{Operator, Reset};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::read::{self, Seal};
 
 #[tokio::test]
@@ -19,7 +19,7 @@ async fn a_pass_seals_the_next_period_before_it_starts() {
     let env = TestEnv::new(|_| {}).await;
     let (db, store) = (env.database(), env.store());
     let board = BoardId::parse("rounds").expect("board");
-    definitions::declare(
+    definition::declare(
         &db,
         &board,
         &Declaration {

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::apply_score_command;
 use ledgerboard_core::config::{Count, Millis};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::domain::{BoardId, Delta, ScoreCommand, UserId};
+use ledgerboard_core::model::{BoardId, Delta, UserId};
 use ledgerboard_core::projection::scripts::{REPAIR, evalsha, send_pipeline};
 use ledgerboard_projector::Projector;
 use tokio_util::sync::CancellationToken;

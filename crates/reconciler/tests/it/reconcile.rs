@@ -6,7 +6,7 @@ use common::*;
 use std::time::Duration;
 
 use ledgerboard_core::config::{Count, Millis};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_projector::Projector;
 use ledgerboard_reconciler::{ReconcilerError, rebuild};
 use ledgerboard_testkit::wait_until;
@@ -202,12 +202,12 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     let writer = tokio::spawn(async move {
         let mut n = 0_u64;
         while !stop.is_cancelled() {
-            let command = ledgerboard_core::domain::ScoreCommand::add(
+            let command = ledgerboard_core::board::ScoreCommand::add(
                 uuid::Uuid::new_v4().into(),
                 BoardId::parse("b").expect("board"),
-                ledgerboard_core::domain::UserId::parse(&format!("u{:06}", n * 7 % 3_100))
+                ledgerboard_core::model::UserId::parse(&format!("u{:06}", n * 7 % 3_100))
                     .expect("user"),
-                ledgerboard_core::domain::Delta::new(3).expect("delta"),
+                ledgerboard_core::model::Delta::new(3).expect("delta"),
             );
             ledgerboard_core::board::apply_score_command(&db, &command, None)
                 .await
@@ -290,8 +290,9 @@ async fn a_board_with_a_wrong_typed_key_is_reported_and_the_pass_goes_on() {
 /// saw it a few times per run.
 #[tokio::test]
 async fn rebuilds_never_show_a_reader_an_older_version() {
-    use ledgerboard_core::definition::{Order, Sort, TieBreak};
-    use ledgerboard_core::domain::{Delta, ScoreCommand, UserId};
+    use ledgerboard_core::board::ScoreCommand;
+    use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
+    use ledgerboard_core::model::{Delta, UserId};
     use ledgerboard_core::projection::read;
     use ledgerboard_core::ranking::RankMode;
     use std::collections::HashMap;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{TestEnv, drain, options, reconciler, redis_edit};
 use ledgerboard_core::config::{Count, Millis};
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_reconciler::ReconcilerError;
 use ledgerboard_reconciler::rebuild::rebuild;
 use ledgerboard_testkit::{RedisServer, wait_until};

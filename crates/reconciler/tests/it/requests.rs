@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{TestEnv, drain, redis_edit};
 use ledgerboard_core::config::Count;
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::{Seal, read, request_rebuild};
 use ledgerboard_reconciler::requests::Requests;
 use ledgerboard_reconciler::settings::Sections;

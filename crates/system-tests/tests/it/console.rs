@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use ledgerboard_core::domain::{BoardId, EventId};
+use ledgerboard_core::model::{BoardId, EventId};
 use ledgerboard_core::projection::KeyLayout;
 use ledgerboard_harness::Browser;
 use ledgerboard_harness::http::request_parts;

@@ -6,7 +6,7 @@ mod traces;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ledgerboard_core::domain::BoardId;
+use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::KeyLayout;
 use ledgerboard_testkit::{
     Process, RedisServer, Scrape, TestDb, TestRedis, daemon_env, http_request,

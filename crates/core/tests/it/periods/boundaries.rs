@@ -77,7 +77,7 @@ async fn commands_land_in_the_period_open_when_their_statement_runs() {
     assert_eq!(events, [old.clone(), old, new]);
 
     // The rule of a board with entries (in any of its periods) does not change.
-    let changed = definitions::update(
+    let changed = definition::update(
         &env.db,
         &board("season"),
         &Declaration {
@@ -87,7 +87,7 @@ async fn commands_land_in_the_period_open_when_their_statement_runs() {
     )
     .await;
     assert!(
-        matches!(changed, Err(definitions::DefineError::HasEntries { .. })),
+        matches!(changed, Err(definition::DefineError::HasEntries { .. })),
         "{changed:?}"
     );
 }

@@ -73,12 +73,12 @@ async fn the_schedule_cuts_periods_at_the_board_zones_midnights() {
         time_zone: Some("Mars/Olympus_Mons".into()),
         ..Declaration::default()
     };
-    let refused = definitions::declare(&env.db, &board("mars"), &bad).await;
+    let refused = definition::declare(&env.db, &board("mars"), &bad).await;
     assert!(
         matches!(
             refused,
-            Err(definitions::DefineError::Invalid(
-                definitions::DefinitionError::TimeZone
+            Err(definition::DefineError::Invalid(
+                definition::DefinitionError::TimeZone
             ))
         ),
         "{refused:?}"
@@ -244,7 +244,7 @@ async fn a_cron_schedule_is_written_ahead_extended_when_short_and_cleared_when_c
     assert_eq!(periods::extend_schedules(&env.db).await.expect("extend"), 0);
 
     // A board without entries may change its schedule: the former boundaries ahead go.
-    definitions::update(
+    definition::update(
         &env.db,
         &board("minutely"),
         &Declaration {

@@ -6,13 +6,13 @@ use super::*;
 async fn a_close_freezes_the_standings_once_and_verify_checks_them() {
     let env = env().await;
     // A time trial: lowest first, equal times by who set them first.
-    definitions::declare(
+    definition::declare(
         &env.db,
         &board("cup"),
         &Declaration {
             operator: Some(Operator::Best),
-            sort: Some(ledgerboard_core::definition::Sort::Ascending),
-            tie_break: Some(ledgerboard_core::definition::TieBreak::Earliest),
+            sort: Some(ledgerboard_core::board::definition::Sort::Ascending),
+            tie_break: Some(ledgerboard_core::board::definition::TieBreak::Earliest),
             reset: Some(Reset::Manual),
             ..Declaration::default()
         },
@@ -34,7 +34,7 @@ async fn a_close_freezes_the_standings_once_and_verify_checks_them() {
     }
     // eve is banned and dan removed before the close: neither is in the standings.
     let cup = board("cup").in_period(&period).expect("period board");
-    let user = |u: &str| ledgerboard_core::domain::UserId::parse(u).expect("user");
+    let user = |u: &str| ledgerboard_core::model::UserId::parse(u).expect("user");
     moderate(&env.db, moderation::Action::Ban { user: user("eve") }).await;
     moderate(
         &env.db,
