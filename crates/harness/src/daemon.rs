@@ -1,6 +1,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::wait::wait_until_blocking;
 
 /// A binary run as a child process, its stderr kept in a file (a pipe could fill up and stall
 /// the child). Dropping it kills the process.
@@ -74,16 +76,12 @@ impl Daemon {
 
     /// Waits up to `limit` for the process to exit by itself.
     pub fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if started.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut status = None;
+        wait_until_blocking(limit, || {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
     }
 
     /// Sends SIGTERM (as Kubernetes does) and waits up to `limit` for the exit.
@@ -108,17 +106,15 @@ impl Daemon {
     /// Polls stderr until `needle` appears, for at most `limit`; false when the process exits
     /// or the time runs out first, an error when stderr cannot be read.
     pub fn wait_for_log(&mut self, needle: &str, limit: Duration) -> std::io::Result<bool> {
-        let started = Instant::now();
-        while started.elapsed() < limit {
-            if self.stderr()?.contains(needle) {
-                return Ok(true);
-            }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return Ok(self.stderr()?.contains(needle));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(false)
+        // A process that exited has written all it will: stop waiting then. An unreadable
+        // stderr file is the caller's error, not a "not yet".
+        let mut read = Ok(false);
+        wait_until_blocking(limit, || {
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            read = self.stderr().map(|text| text.contains(needle));
+            !matches!(read, Ok(false)) || exited
+        });
+        read
     }
 }
 
