@@ -455,7 +455,17 @@ async fn a_period_whose_close_cannot_be_read_is_not_shown_as_not_closed_or_empty
     let (status, answer) = send(&app, reset).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     // The reset opens the next period at the next whole second.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let client = env.db.client().await;
+    ledgerboard_testkit::wait_until(Duration::from_secs(5), || async {
+        let now: String = client
+            .query_one("SELECT lb_command_board('season')", &[])
+            .await
+            .expect("current period")
+            .get(0);
+        now != format!("season~{p1}")
+    })
+    .await
+    .expect("the next period opens");
     let closes = ledgerboard_reconciler::periods::close_due(&env.database())
         .await
         .expect("close");

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::common::{Env, env};
+use crate::common::{Env, env, lock_waits};
 use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::db::StoreError;
@@ -69,6 +69,7 @@ async fn as_one_group(
     )
     .await
     .expect("blocker row");
+    let watcher = env.test_db.client().await;
     let tx = env.hold_row("g", "blocker").await;
     let busy = tokio::spawn({
         let groups = groups.clone();
@@ -78,7 +79,8 @@ async fn as_one_group(
     wait_until(Duration::from_secs(10), || async { groups.queued() == 0 })
         .await
         .expect("the worker took the blocker");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // And its statement waits on the held row.
+    lock_waits(&watcher, 1).await;
     let mut handles = Vec::new();
     for cmd in commands {
         let mine = groups.clone();

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use ledgerboard_core::board::definition::{self, Declaration};
@@ -54,19 +54,16 @@ async fn a_pass_seals_the_next_period_before_it_starts() {
     );
 
     // When it starts, it is current and whole, with nothing rebuilt since.
-    let deadline = Instant::now() + Duration::from_secs(8);
-    loop {
-        let current = periods::current(&db, &board)
+    ledgerboard_testkit::wait_until(Duration::from_secs(8), || async {
+        periods::current(&db, &board)
             .await
             .expect("periods")
             .expect("rounds resets")
-            .current;
-        if current == next {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{next} never became current");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .current
+            == next
+    })
+    .await
+    .unwrap_or_else(|| panic!("{next} never became current"));
     assert_eq!(
         read::board_seal(&store, &next_board).await.expect("seal"),
         Seal::Whole

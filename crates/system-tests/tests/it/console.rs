@@ -143,11 +143,11 @@ async fn reload_until(
     limit: Duration,
     done: impl Fn(&str) -> bool,
 ) -> (bool, String) {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
+    let text = std::cell::RefCell::new(String::new());
+    let held = ledgerboard_testkit::wait_until(limit, || async {
         browser.goto(url).await;
         // One script call reads the text: no element reference to go stale in between.
-        let text = browser
+        let now = browser
             .execute(
                 "const e = document.querySelector(arguments[0]); return e ? e.innerText : '';",
                 vec![serde_json::json!(css)],
@@ -156,14 +156,12 @@ async fn reload_until(
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        if done(&text) {
-            return (true, text);
-        }
-        if std::time::Instant::now() >= deadline {
-            return (false, text);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        let held = done(&now);
+        *text.borrow_mut() = now;
+        held
+    })
+    .await;
+    (held.is_some(), text.into_inner())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,22 +235,18 @@ async fn an_operator_finds_why_a_rank_is_wrong_and_fixes_it_from_the_console() {
     browser.screenshot("board").await;
 
     // The freshness figures follow the board: the page's one script ran under the policy.
-    let script_ran = async {
-        for _ in 0..50 {
-            if browser
-                .find("#freshness")
-                .await
-                .attr("data-updated")
-                .await
-                .is_some()
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        false
-    };
-    assert!(script_ran.await, "the live freshness script never ran");
+    let script_ran = ledgerboard_testkit::wait_until(Duration::from_secs(5), || async {
+        browser
+            .find("#freshness")
+            .await
+            .attr("data-updated")
+            .await
+            .is_some()
+    });
+    assert!(
+        script_ran.await.is_some(),
+        "the live freshness script never ran"
+    );
 
     // Find a player.
     browser.find("#user").await.send_keys("alice").await;
