@@ -26,16 +26,24 @@ export LEDGERBOARD__API__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD__RECONCILER__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD_PROJECTOR_PORT_BASE=0
 export CARGO_TARGET_DIR="$root/target/fresh-clone"
-# The clone's crates build anew (their path is another), but the registry dependencies are
-# the ones the outer `cargo build --workspace --bins` built (`just test` runs that first):
-# start from its artifacts. The first clone build thus compiles ledgerboard's crates only.
-# deps/ (gigabytes) is hard-linked: a fresh dependency is only read there, and the clone's own
-# crates get files of their own names. The fingerprints and build-script outputs (megabytes),
-# which cargo rewrites in place, are copied.
+# The clone starts from the artifacts of the outer `cargo build --workspace --bins` (`just
+# test` runs it first). deps/ (gigabytes) is hard-linked: cargo and the linker replace a file,
+# never write into it. The fingerprints and build-script outputs (megabytes), which cargo
+# rewrites in place, are copied with their times (a newer copy would make every dependency
+# with a build script look changed). Dependency hashes do not depend on where the workspace
+# is, so the registry crates are fresh. When the outer tree is exactly HEAD (a clean checkout,
+# as CI's), the clone's files and folders take the commit's time: they are the very sources
+# the outer build compiled, so ledgerboard's crates are fresh too, and a file the commit lacks
+# still fails the build (cargo's dep-info lists every source file). With local changes the
+# clone's crates compile anew, from HEAD.
 if [ ! -d "$CARGO_TARGET_DIR/debug" ] && [ -d "$root/target/debug/deps" ]; then
     mkdir -p "$CARGO_TARGET_DIR/debug"
     cp -al "$root/target/debug/deps" "$CARGO_TARGET_DIR/debug/"
-    cp -r "$root/target/debug/build" "$root/target/debug/.fingerprint" "$CARGO_TARGET_DIR/debug/"
+    cp -a "$root/target/debug/build" "$root/target/debug/.fingerprint" "$CARGO_TARGET_DIR/debug/"
+fi
+if [ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+    committed=$(git -C "$clone" log -1 --format=%ct)
+    find "$clone" -path "$clone/.git" -prune -o -exec touch -h -d "@$committed" {} +
 fi
 # A new user's PATH: a new machine's tools only (just, the venv and the installed tools hidden).
 user_path="$root/.local/tools/path"

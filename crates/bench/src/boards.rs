@@ -51,8 +51,8 @@ pub struct BoardsFigures {
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<BoardsFigures> {
-    // 10,000 cold boards (2,000 quick), one row in 20 (10 quick); the rest to the hot boards.
-    let (rows, cold_every): (i64, i64) = if quick { (20_000, 10) } else { (200_000, 20) };
+    // 10,000 cold boards (1,000 quick), one row in 20 (10 quick); the rest to the hot boards.
+    let (rows, cold_every): (i64, i64) = if quick { (10_000, 10) } else { (200_000, 20) };
     let db = TestDb::create().await;
     let mut settings = Settings::default();
     settings.database.url = db.url.as_str().into();

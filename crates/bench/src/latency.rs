@@ -74,7 +74,7 @@ const ADD: Target = Target {
 };
 
 pub async fn run(quick: bool, capacity: f64, out: &Path) -> anyhow::Result<LatencyFigures> {
-    let seconds = if quick { 2.0 } else { 15.0 };
+    let seconds = if quick { 1.0 } else { 15.0 };
     let mut levels = Vec::new();
     for percent in [25, 50, 75] {
         let rate = capacity * f64::from(percent) / 100.0;

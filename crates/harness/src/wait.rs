@@ -1,6 +1,6 @@
 //! The one way a test or a run waits for something to happen: poll a condition until it holds
 //! or a limit passes. A fixed sleep either waits too long or passes before the thing happened.
-//! The harness (browser, daemons), the testkit and every test use these two.
+//! The harness (browser, daemons), the testkit and every test use these.
 
 use std::time::Duration;
 
@@ -12,7 +12,22 @@ const POLL: Duration = Duration::from_millis(20);
 /// thing happened). `Some(elapsed)` once it holds, `None` when the time ran out; the condition
 /// is checked once more at the deadline, so a slow check cannot miss it. The caller turns
 /// `None` into a failure (`expect`), never into a silent move on.
-pub async fn wait_until<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
+pub async fn wait_until<F, Fut>(limit: Duration, condition: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    wait_until_every(limit, POLL, condition).await
+}
+
+/// [`wait_until`] with checks `every` apart, for a condition that is costly to check (a page
+/// loaded in the browser for each look): polling it every 20 ms would only load the machine
+/// that is to make it hold.
+pub async fn wait_until_every<F, Fut>(
+    limit: Duration,
+    every: Duration,
+    mut condition: F,
+) -> Option<Duration>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -26,7 +41,7 @@ where
         if expired {
             return None;
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -65,7 +65,7 @@ pub fn settings_for<D: ledgerboard_core::config::DaemonSection>(
     settings
 }
 
-pub use ledgerboard_harness::wait::{wait_until, wait_until_blocking};
+pub use ledgerboard_harness::wait::{wait_until, wait_until_blocking, wait_until_every};
 
 #[cfg(test)]
 mod tests {

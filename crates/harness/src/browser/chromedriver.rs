@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::wait::{wait_until, wait_until_blocking};
+use crate::wait::{wait_until_blocking, wait_until_every};
 
 /// How many ports [`super::Browser::start`] tries: a port found free may be taken before chromedriver
 /// binds it, and then chromedriver exits.
@@ -71,10 +71,14 @@ pub(super) async fn start_driver() -> (Daemon, u16) {
         // which each check's future borrows from the cell in turn.
         let cell = std::cell::RefCell::new(&mut driver);
         let cell_ref = &cell;
-        let answered = wait_until(DRIVER_READY_LIMIT, || async move {
-            let running = cell_ref.borrow_mut().is_running();
-            !running || driver_ready(port).await
-        })
+        let answered = wait_until_every(
+            DRIVER_READY_LIMIT,
+            Duration::from_millis(50),
+            || async move {
+                let running = cell_ref.borrow_mut().is_running();
+                !running || driver_ready(port).await
+            },
+        )
         .await
         .is_some();
         let running = driver.is_running();

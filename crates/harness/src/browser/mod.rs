@@ -16,7 +16,11 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::wait::wait_until;
+use crate::wait::wait_until_every;
+
+/// How often a look through chromedriver is repeated: each is a WebDriver request, which a
+/// tighter poll would only multiply on a loaded machine.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 mod chromedriver;
 mod element;
@@ -97,7 +101,7 @@ impl Browser {
         // The condition keeps what it found: a `Cell`, since each check is a future of its own.
         let found = std::cell::Cell::new(None);
         let found_ref = &found;
-        wait_until(FIND_LIMIT, || async move {
+        wait_until_every(FIND_LIMIT, POLL_INTERVAL, || async move {
             let element = self.try_find(css).await;
             let hit = element.is_some();
             found_ref.set(element);
@@ -177,7 +181,7 @@ impl Browser {
     /// `limit`; returns whether it came to. No match yet, and an element that went stale while
     /// it was read (the page replaced it), count as "not yet".
     pub async fn wait_for_text(&self, css: &str, needle: &str, limit: Duration) -> bool {
-        wait_until(limit, || async {
+        wait_until_every(limit, POLL_INTERVAL, || async {
             if let Some(element) = self.try_find(css).await
                 && let Ok(Value::String(text)) = element.try_command("GET", "/text", None).await
             {

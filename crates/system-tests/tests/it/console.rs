@@ -144,7 +144,9 @@ async fn reload_until(
     done: impl Fn(&str) -> bool,
 ) -> (bool, String) {
     let text = std::cell::RefCell::new(String::new());
-    let held = ledgerboard_testkit::wait_until(limit, || async {
+    // A look loads the page: every 200 ms, not the default 20.
+    let every = Duration::from_millis(200);
+    let held = ledgerboard_testkit::wait_until_every(limit, every, || async {
         browser.goto(url).await;
         // One script call reads the text: no element reference to go stale in between.
         let now = browser
@@ -235,14 +237,16 @@ async fn an_operator_finds_why_a_rank_is_wrong_and_fixes_it_from_the_console() {
     browser.screenshot("board").await;
 
     // The freshness figures follow the board: the page's one script ran under the policy.
-    let script_ran = ledgerboard_testkit::wait_until(Duration::from_secs(5), || async {
-        browser
-            .find("#freshness")
-            .await
-            .attr("data-updated")
-            .await
-            .is_some()
-    });
+    let every = Duration::from_millis(100);
+    let script_ran =
+        ledgerboard_testkit::wait_until_every(Duration::from_secs(5), every, || async {
+            browser
+                .find("#freshness")
+                .await
+                .attr("data-updated")
+                .await
+                .is_some()
+        });
     assert!(
         script_ran.await.is_some(),
         "the live freshness script never ran"
