@@ -97,7 +97,7 @@ pub enum Part {
 /// Runs `parts` of the section (every part when empty).
 pub async fn run(quick: bool, parts: &[Part]) -> anyhow::Result<GrowthFigures> {
     let (sizes, boards, small_boards, soak_s): (&[i64], &[u64], &[i64], u64) = if quick {
-        (&[5_000, 10_000], &[1, 100], &[100, 300], 3)
+        (&[5_000, 10_000], &[1, 100], &[100, 300], 1)
     } else {
         (
             &[1_000_000, 10_000_000],

@@ -116,7 +116,7 @@ pub struct KindsFigures {
 const LOAD_PERCENT: u32 = 50;
 
 pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
-    let (seconds, visible_seconds, rounds) = if quick { (1.0, 1.0, 1) } else { (4.0, 8.0, 2) };
+    let (seconds, visible_seconds, rounds) = if quick { (0.5, 1.0, 1) } else { (4.0, 8.0, 2) };
     let clients_levels: &[usize] = if quick { &[16] } else { &[16, 64] };
     // Rounds in a balanced order, the kinds forward and then backward: whatever drifts over
     // the run (WAL and checkpoints, the page cache, other load) falls alike on every kind. In

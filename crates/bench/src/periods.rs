@@ -69,7 +69,7 @@ async fn load(stack: &Stack, seconds: f64) -> anyhow::Result<load::Closed> {
 
 pub async fn run(quick: bool) -> anyhow::Result<PeriodsFigures> {
     let (seeded, seconds, close_load_seconds) = if quick {
-        (20_000_u64, 2.0, 3.0)
+        (10_000_u64, 1.0, 1.5)
     } else {
         (1_000_000, 6.0, 60.0)
     };

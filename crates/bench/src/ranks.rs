@@ -178,7 +178,7 @@ const READS: [Read; 6] = [
 ];
 
 pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
-    let seconds = if quick { 1.0 } else { 5.0 };
+    let seconds = if quick { 0.5 } else { 5.0 };
     USERS.store(if quick { 10_000 } else { 100_000 }, Ordering::Relaxed);
     let stack = Stack::start(64).await?;
     seed(&stack).await?;
