@@ -38,8 +38,11 @@ export CARGO_TARGET_DIR="$root/target/fresh-clone"
 # clone's crates compile anew, from HEAD.
 if [ ! -d "$CARGO_TARGET_DIR/debug" ] && [ -d "$root/target/debug/deps" ]; then
     mkdir -p "$CARGO_TARGET_DIR/debug"
-    cp -al "$root/target/debug/deps" "$CARGO_TARGET_DIR/debug/"
-    cp -a "$root/target/debug/build" "$root/target/debug/.fingerprint" "$CARGO_TARGET_DIR/debug/"
+    # `just test` runs clippy in target/ meanwhile: a temporary file rustc removes during the
+    # copy is not copied (what is missing is only compiled again).
+    cp -al "$root/target/debug/deps" "$CARGO_TARGET_DIR/debug/" 2>/dev/null || true
+    cp -a "$root/target/debug/build" "$root/target/debug/.fingerprint" "$CARGO_TARGET_DIR/debug/" \
+        2>/dev/null || true
 fi
 if [ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
     committed=$(git -C "$clone" log -1 --format=%ct)
