@@ -10,8 +10,12 @@ use ledgerboard_harness::browser::keys;
 
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
+// The guard only orders this test after the cluster's (or before it); the test's own runtime
+// has one thread, so nothing else waits on it meanwhile.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test]
 async fn a_headless_chromium_renders_a_page_and_screenshots_it() {
+    let _alone = crate::one_at_a_time();
     let browser = Browser::start().await;
     // The entities must reach chromium's HTML parser as written: the heading's text is then
     // the characters they stand for, as a template's escaped value is on the console's pages.

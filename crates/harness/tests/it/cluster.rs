@@ -7,6 +7,7 @@ use redis::cluster::ClusterClient;
 
 #[test]
 fn a_cluster_fails_over_and_moves_a_slot_without_losing_keys() {
+    let _alone = crate::one_at_a_time();
     let cluster = RedisCluster::start().expect("cluster");
     let topology = cluster.topology().expect("topology");
     assert_eq!(
