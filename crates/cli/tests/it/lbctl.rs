@@ -4,7 +4,9 @@ mod board;
 use std::time::Duration;
 
 use ledgerboard_core::config::SharedOnly;
-use ledgerboard_testkit::{Process, TestDb, wait_until};
+use ledgerboard_testkit::{Process, TestDb};
+
+use crate::common;
 
 const LBCTL: &str = env!("CARGO_BIN_EXE_lbctl");
 

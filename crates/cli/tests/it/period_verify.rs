@@ -2,9 +2,9 @@
 //! tell standings that hold with changes the records explain (a ban at the close, an erasure
 //! after it) from standings that do not hold (a frozen row edited by hand).
 
-use std::time::Duration;
+use ledgerboard_testkit::TestDb;
 
-use ledgerboard_testkit::{TestDb, wait_until};
+use crate::common;
 use serde_json::{Value, json};
 
 const LBCTL: &str = env!("CARGO_BIN_EXE_lbctl");
@@ -43,14 +43,7 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
     assert_eq!(code, Some(0), "{err}");
     // Three entries in the first period, written as commands would.
     let client = db.client().await;
-    let period: String = client
-        .query_one(
-            "SELECT lb_period_id(min(starts_at)) FROM board_resets WHERE board_id = 'cup'",
-            &[],
-        )
-        .await
-        .expect("first period")
-        .get(0);
+    let period = common::first_period(&client, "cup").await;
     let cup = format!("cup~{period}");
     client
         .execute(
@@ -72,16 +65,7 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
     assert_eq!(code, Some(0), "{err}");
     let (code, _, err) = lbctl(&db, &["board", "reset", "--board", "cup"]);
     assert_eq!(code, Some(0), "{err}");
-    wait_until(Duration::from_secs(5), || async {
-        let now: String = client
-            .query_one("SELECT lb_command_board('cup')", &[])
-            .await
-            .expect("current period")
-            .get(0);
-        now != cup
-    })
-    .await
-    .expect("the next period opens");
+    common::wait_for_the_next_period(&client, "cup", &cup).await;
     // No projector runs here: the ban's outbox rows are projected by hand.
     client
         .execute(

@@ -325,14 +325,7 @@ async fn board_reset_and_period_close_show_verify() {
     // Two entries in the first period, written as commands would (the board's period id is
     // the declaration's second: board_resets' first row), projected already.
     let client = db.client().await;
-    let period: String = client
-        .query_one(
-            "SELECT lb_period_id(min(starts_at)) FROM board_resets WHERE board_id = 'cup'",
-            &[],
-        )
-        .await
-        .expect("first period")
-        .get(0);
+    let period = common::first_period(&client, "cup").await;
     let cup = format!("cup~{period}");
     client
         .execute(
@@ -369,16 +362,7 @@ async fn board_reset_and_period_close_show_verify() {
     let reset: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert!(reset["period"].as_str() > Some(period.as_str()), "{reset}");
     // The reset opens the next period at the next whole second of the database clock.
-    wait_until(Duration::from_secs(5), || async {
-        let now: String = client
-            .query_one("SELECT lb_command_board('cup')", &[])
-            .await
-            .expect("current period")
-            .get(0);
-        now != cup
-    })
-    .await
-    .expect("the next period opens");
+    common::wait_for_the_next_period(&client, "cup", &cup).await;
 
     let (ok, out, err) = close(true);
     assert!(ok, "{err}");
