@@ -4,10 +4,11 @@
 -- board's keys, keeping its distinct-scores set and metadata hash true.
 --
 -- scores, versions, distinct, metadata: the generation's :z, :v, :d, :x keys; seal: its seal
--- when dcard and xcard must follow (the live generation), else nil; user, score, version; key: the tie
--- key ('' for tie 0); meta: the entry's metadata as JSON text ('' for none); old_key: the tie
--- key the versions hash held for the user (nil when it held nothing, or nothing readable: the
--- member is then looked for under the new spelling only).
+-- when dcard and xcard must follow (the live generation), else nil; user, score, version; key:
+-- the member's key (member.rs's `key_text`: '' for a one-column board's tie 0); meta: the
+-- entry's metadata as JSON text ('' for none); old_key: the key the versions hash held for the
+-- user (nil when it held nothing, or nothing readable: the member is then looked for under the
+-- new spelling only).
 --
 -- Answers ZADD's and HSET's counts of new entries, so the caller can tell a member new to both
 -- halves (one more for the seal's card) from one whose spelling changed (none more).
@@ -25,12 +26,13 @@ local function place_member(scores, versions, distinct, metadata, seal, user, sc
       -- The versions hash named another spelling that is gone: maybe the member is under the
       -- new one already (a repair of the hash alone).
       old_score = redis.call('ZSCORE', scores, member)
+      old_member = member
     end
   end
   local added = redis.call('ZADD', scores, score, member)
   local added_version = redis.call('HSET', versions, user, stored_of(version, key))
   move_metadata(metadata, seal, user, meta)
-  move_distinct(scores, distinct, seal, old_score or nil, score)
+  move_distinct(scores, distinct, seal, old_score or nil, old_member, score, member)
   return added, added_version
 end
 
@@ -46,7 +48,7 @@ local function take_out(scores, versions, distinct, metadata, seal, user, key)
   local removed = 0
   if old_score then
     removed = redis.call('ZREM', scores, member)
-    move_distinct(scores, distinct, seal, old_score, nil)
+    move_distinct(scores, distinct, seal, old_score, member, nil, nil)
   end
   local removed_version = redis.call('HDEL', versions, user)
   move_metadata(metadata, seal, user, '')

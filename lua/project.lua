@@ -3,10 +3,10 @@
 -- 23: one call per row cost Redis a script call, argument parsing and eleven type checks per
 -- row). Sent after prelude.lua, members.lua and place.lua (scripts.rs), which give it its
 -- `#!lua` line (Redis refuses the whole call with OOM before it runs when memory is full, so
--- no call ever writes half), `wrong_type`, `parse_stored` and `place_member`.
+-- no call ever writes half), `wrong_type`, `key_ok`, `parse_stored` and `place_member`.
 --
--- KEYS[1] board scores     (sorted set: member = user id, or tie key and user id; member.rs)
--- KEYS[2] board versions   (hash: user id -> '<version>' or '<version>:<tie key>')
+-- KEYS[1] board scores     (sorted set: member = user id, or its key and user id; member.rs)
+-- KEYS[2] board versions   (hash: user id -> '<version>' or '<version>:<key>')
 -- KEYS[3] board seal       (hash: card = members the projection was given, dcard = distinct
 --                          scores; see keys.rs)
 -- KEYS[4] board distinct scores (sorted set), KEYS[5] board metadata (hash: user id -> JSON)
@@ -18,8 +18,9 @@
 --         brings back a member that a newer version hid.
 -- KEYS[12 ..] one event marker (string, with a TTL) per row, in the rows' order
 -- ARGV[1] marker TTL in milliseconds; then six per row, in the rows' order:
---   user id, absolute score (integer, |score| <= 2^53 - 1), version (integer > 0), tie key
---   ('' for tie 0), metadata as JSON text ('' for none), the row's moderation: '' (place the
+--   user id, absolute score (integer, |score| <= 2^53 - 1), version (integer > 0), the member's
+--   key (member.rs's `key_text`: its other columns and tie; '' for a one-column board's tie 0),
+--   metadata as JSON text ('' for none), the row's moderation: '' (place the
 --   member at the row's state), 'hide' (take the member out and keep a tombstone at the row's
 --   version: a removal, a ban, a banned user's score) or 'erase' (take out every trace of the
 --   user, tombstone included)
@@ -68,8 +69,8 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
   if version == nil or tonumber(score) == nil then
     return 'failed:LBBADARG score and version must be numbers'
   end
-  if key ~= '' and not string.match(key, '^%x+$') or #key ~= 0 and #key ~= 16 then
-    return 'failed:LBBADARG the tie key must be 16 hex digits or empty'
+  if not key_ok(key) then
+    return 'failed:LBBADARG the key must be empty, 16 hex digits, or a column count and its groups'
   end
   if change ~= '' and change ~= 'hide' and change ~= 'erase' then
     return "failed:LBBADARG the moderation must be '', 'hide' or 'erase'"

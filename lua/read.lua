@@ -12,9 +12,10 @@
 --
 -- Reply: { seal, reply } with seal = { HGET :m card, ZCARD :z, HLEN :v, HGET :m dcard,
 -- ZCARD :d, HGET :m xcard, HLEN :x } (read.rs judges it) and, for a page (offset, after, around):
---   { start (0-based position of the first row), better (entries with a strictly better score
---     than the first row's), dense_better (distinct such scores; 0 unless asked), found (around:
---     0 when the user is not on the board), members and scores (flat), metadata (one per row) }
+--   { start (0-based position of the first row), better (entries with a strictly better tuple
+--     than the first row's: score, then the other columns on a board with columns),
+--     dense_better (distinct such tuples; 0 unless asked), found (around: 0 when the user is
+--     not on the board), members and scores (flat), metadata (one per row) }
 -- and for users, one { score, stored :v value, position, better, dense_better, metadata } per
 -- id, score false for an id not on the board.
 --
@@ -33,8 +34,14 @@ local function position(member)
   return redis.call('ZRANK', z, member)
 end
 
--- Members of `key` with a strictly better score than `score` (by score alone).
-local function better(key, score)
+-- Members of `key` (:z, or :d for dense ranks) strictly ahead of `member` at `score`: by
+-- score alone on a one-column board (ZCOUNT), by score and tuple on a board with columns
+-- (members.lua's `tuples_ahead`: members at equal scores are ordered by their tuples).
+local function better(key, score, member)
+  local tuple = tuple_of(member)
+  if tuple then
+    return tuples_ahead(key, score, tuple, desc)
+  end
   if desc then
     return redis.call('ZCOUNT', key, '(' .. score, '+inf')
   end
@@ -48,17 +55,6 @@ local function range(start, stop)
   return redis.call('ZRANGE', z, start, stop, 'WITHSCORES')
 end
 
-local function bytes_less(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local p, q = string.byte(a, i), string.byte(b, i)
-    if p ~= q then
-      return p < q
-    end
-  end
-  return #a < #b
-end
-
 -- Whether `a` comes after `b` in the board's order, at equal scores.
 local function member_after(a, b)
   if desc then
@@ -67,16 +63,7 @@ local function member_after(a, b)
   return bytes_less(b, a)
 end
 
--- The user id a member spells (member.rs's `user_of`): after the mark and 16-digit key, or
--- the whole member.
-local function user_of(member)
-  if string.byte(member, 1) == 1 then
-    return string.sub(member, 18)
-  end
-  return member
-end
-
--- The member a user id is held at: its tie key is in its versions-hash value.
+-- The member a user id is held at: its key is in its versions-hash value.
 local function member_for(user)
   local stored = redis.call('HGET', v, user)
   if stored then
@@ -115,8 +102,8 @@ if what == 'users' then
     local member, stored = member_for(user)
     local score = redis.call('ZSCORE', z, member)
     if score then
-      rows[#rows + 1] = {score, stored, position(member), better(z, score),
-        dense and better(d, score) or 0, false}
+      rows[#rows + 1] = {score, stored, position(member), better(z, score, member),
+        dense and better(d, score, member) or 0, false}
       users[#users + 1] = user
     else
       rows[#rows + 1] = {false, false, false, false, false, false}
@@ -147,7 +134,12 @@ elseif what == 'after' then
   else
     -- The cursor's member moved or left: its place is inside the block of equal scores,
     -- positions [a, a + n), ordered by member; find the first member after it there.
-    local lo = better(z, score)
+    local lo
+    if desc then
+      lo = redis.call('ZCOUNT', z, '(' .. score, '+inf')
+    else
+      lo = redis.call('ZCOUNT', z, '-inf', '(' .. score)
+    end
     local hi = lo + redis.call('ZCOUNT', z, score, score)
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
@@ -180,9 +172,9 @@ for i = 1, #page, 2 do
 end
 local first_better, first_dense = 0, 0
 if #page > 0 then
-  first_better = better(z, page[2])
+  first_better = better(z, page[2], page[1])
   if dense then
-    first_dense = better(d, page[2])
+    first_dense = better(d, page[2], page[1])
   end
 end
 return {seal, {start, first_better, first_dense, found, page, metadata(users)}}

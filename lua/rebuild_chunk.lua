@@ -10,7 +10,8 @@
 --         since the chunk was read (a removal or ban projected meanwhile) is not written
 -- ARGV[1] the rebuilt seal's TTL in milliseconds, renewed with each chunk: a build whose
 --         builder died stops the projector's double writes by itself when it expires;
--- then user id, score, version, tie key ('' for tie 0), metadata JSON ('' for none), repeated
+-- then user id, score, version, the member's key (member.rs's `key_text`; '' for a one-column
+-- board's tie 0), metadata JSON ('' for none), repeated
 -- for every row of the chunk.
 --
 -- The projector reaches few members of a board while it is being built, so nearly every row
@@ -63,7 +64,7 @@ for j, user in ipairs(users) do
         with_meta[#with_meta + 1] = meta
       end
       distinct[#distinct + 1] = score
-      distinct[#distinct + 1] = score_name(score)
+      distinct[#distinct + 1] = distinct_name(score, members[j])
     else
       place_member(KEYS[1], KEYS[2], KEYS[4], KEYS[5], nil, user, score, ARGV[i + 2], key, meta,
         stored_key)

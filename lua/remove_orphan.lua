@@ -39,7 +39,7 @@ local function drop(member)
     return 0
   end
   redis.call('ZREM', KEYS[1], member)
-  move_distinct(KEYS[1], KEYS[4], seal, score, nil)
+  move_distinct(KEYS[1], KEYS[4], seal, score, member, nil, nil)
   return 1
 end
 

@@ -1,4 +1,4 @@
--- Sets one member of a board's projection to its source score, tie and version (the
+-- Sets one member of a board's projection to its source score, key and version (the
 -- reconciler's repair), without ever overwriting a newer version the projector wrote meanwhile.
 -- Sent after prelude.lua, members.lua and place.lua (scripts.rs): its `#!lua` line,
 -- `wrong_type`, `parse_stored`, `place_member`.
@@ -9,7 +9,8 @@
 -- ARGV[4] mode: 'normal', or 'force' (an "ahead" row: overwrite a newer stored version, but
 --         only if it is still the one the reconciler observed),
 -- ARGV[5] force mode: the observed stored value ('' for none),
--- ARGV[6] source tie key ('' for tie 0), ARGV[7] source metadata JSON ('' for none)
+-- ARGV[6] source key (member.rs's `key_text`: other columns and tie; '' for a one-column
+--         board's tie 0), ARGV[7] source metadata JSON ('' for none)
 --
 -- Answers 'repaired', 'current' (nothing to do any more) or 'skipped' (the projection moved
 -- on since it was observed). Fail-closed on wrong-typed keys, like project.lua. The member

@@ -5,6 +5,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::definition::{DefineError, DefinitionError};
+use ledgerboard_core::board::SubmitError;
 use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::model::ValidationError;
@@ -41,6 +42,12 @@ pub enum ApiError {
     InvalidDefinition(DefinitionError),
     /// A change of the rule (operator, sort, tie break) of a board that has entries (409).
     BoardHasEntries(String),
+    /// Links to other boards that cannot be declared (422): `feeds_unknown`, `feeds_columns`,
+    /// `feeds_loop`.
+    InvalidLinks(&'static str, String),
+    /// A board the command's board feeds refused it (its own status and code; the body names
+    /// the board): nothing was written on any board.
+    Fed { board: String, error: Box<ApiError> },
     /// The score would leave the range a Redis double holds exactly (422).
     ScoreOutOfRange,
     /// The event id was used before with another payload (409).
@@ -81,6 +88,10 @@ pub struct ErrorDetail {
     code: &'static str,
     /// For people.
     message: String,
+    /// The linked board that refused a command, when it was not the board the command was
+    /// sent to (nothing was written on any board).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    board: Option<String>,
 }
 
 impl ApiError {
@@ -118,6 +129,11 @@ impl ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string())
             }
             Self::BoardHasEntries(m) => (StatusCode::CONFLICT, "board_has_entries", m.clone()),
+            Self::InvalidLinks(code, m) => (StatusCode::UNPROCESSABLE_ENTITY, code, m.clone()),
+            Self::Fed { board, error } => {
+                let (status, code, message) = error.parts();
+                (status, code, format!("board {board}: {message}"))
+            }
             Self::ScoreOutOfRange => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "score_out_of_range",
@@ -182,10 +198,18 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let (status, code, message) = self.parts();
+        let board = match &self {
+            Self::Fed { board, .. } => Some(board.clone()),
+            _ => None,
+        };
         let mut response = (
             status,
             Json(ErrorBody {
-                error: ErrorDetail { code, message },
+                error: ErrorDetail {
+                    code,
+                    message,
+                    board,
+                },
             }),
         )
             .into_response();
@@ -239,11 +263,29 @@ impl From<DefineError> for ApiError {
         match e {
             DefineError::Invalid(e) => Self::InvalidDefinition(e),
             DefineError::HasEntries { .. } => Self::BoardHasEntries(e.to_string()),
+            DefineError::FeedsUnknown(_) => Self::InvalidLinks("feeds_unknown", e.to_string()),
+            DefineError::FeedsColumns { .. } => {
+                Self::InvalidLinks("feeds_columns", e.to_string())
+            }
+            DefineError::FeedsLoop(_) => Self::InvalidLinks("feeds_loop", e.to_string()),
             DefineError::Store(e) => e.into(),
             // PUT replaces whatever is there (`Expect::Any`): neither can happen.
             DefineError::AlreadyDeclared(_) | DefineError::Changed(_) => {
                 Self::Internal(e.to_string())
             }
+        }
+    }
+}
+
+impl From<SubmitError> for ApiError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::Invalid(e) => e.into(),
+            SubmitError::Store(e) => e.into(),
+            SubmitError::Fed { board, error } => Self::Fed {
+                board: board.to_string(),
+                error: Box::new((*error).into()),
+            },
         }
     }
 }

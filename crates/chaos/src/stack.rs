@@ -283,7 +283,9 @@ fn members(stored: BTreeMap<String, Observed>) -> Placed {
             let member = match seen.score {
                 None => (i64::MIN, i64::MIN, i64::MIN),
                 Some(score) => {
-                    let (version, tie) = seen.stored().unwrap_or((i64::MIN, i64::MIN));
+                    let (version, tie) = seen
+                        .stored()
+                        .map_or((i64::MIN, i64::MIN), |(v, key)| (v, key.tie));
                     (
                         inspect::exact_score(score).unwrap_or(i64::MIN),
                         version,

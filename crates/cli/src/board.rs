@@ -119,12 +119,55 @@ pub struct BoardFields {
     /// The IANA time zone of daily, weekly and monthly periods (default UTC).
     #[arg(long)]
     time_zone: Option<String>,
+    /// One of up to 3 columns the board ranks by, in order, each NAME:ORDER or
+    /// NAME:ORDER:MIN:MAX (`--column laps:desc --column time_ms:asc:1:3600000`); the first is
+    /// the score (then without --sort, --min-score, --max-score). Given at all, they replace
+    /// the board's columns.
+    #[arg(long = "column", value_name = "NAME:ORDER[:MIN:MAX]")]
+    columns: Vec<String>,
+    /// Back to one column, the score (update).
+    #[arg(long, conflicts_with = "columns")]
+    no_columns: bool,
+    /// A board every command to this board also applies to (repeat for each, up to 7; each
+    /// declared, with the same columns, feeding no board itself). Given at all, they replace
+    /// the board's feeds.
+    #[arg(long = "feed", value_name = "BOARD")]
+    feeds: Vec<String>,
+    /// Feed no board any more (update).
+    #[arg(long, conflicts_with = "feeds")]
+    no_feeds: bool,
 }
 
 impl BoardFields {
     fn declaration(self, operator: Option<&str>) -> anyhow::Result<Declaration> {
         use ledgerboard_core::board::definition::{
-            parse_operator, parse_reset, parse_sort, parse_tie_break,
+            parse_column, parse_operator, parse_reset, parse_sort, parse_tie_break,
+        };
+        let columns = if self.no_columns {
+            Some(Vec::new())
+        } else if self.columns.is_empty() {
+            None
+        } else {
+            Some(
+                self.columns
+                    .iter()
+                    .map(|c| parse_column(c))
+                    .collect::<Result<Vec<_>, _>>()
+                    .context("--column")?,
+            )
+        };
+        let feeds = if self.no_feeds {
+            Some(Vec::new())
+        } else if self.feeds.is_empty() {
+            None
+        } else {
+            Some(
+                self.feeds
+                    .iter()
+                    .map(|f| BoardId::parse(f))
+                    .collect::<Result<Vec<_>, _>>()
+                    .context("--feed")?,
+            )
         };
         Ok(Declaration {
             display_name: self.display_name,
@@ -155,6 +198,8 @@ impl BoardFields {
                 .transpose()
                 .context("--reset")?,
             time_zone: self.time_zone,
+            columns,
+            feeds,
         })
     }
 }
@@ -312,8 +357,24 @@ fn print_lines(defs: &[BoardDefinition], what: &str) {
         } else {
             String::new()
         };
+        let columns = if d.columns.is_empty() {
+            String::new()
+        } else {
+            let spelt: Vec<String> = d
+                .columns
+                .iter()
+                .map(|c| format!("{}:{}:{}:{}", c.name, c.order.as_str(), c.min, c.max))
+                .collect();
+            format!("\tcolumns={}", spelt.join(","))
+        };
+        let feeds = if d.feeds.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<&str> = d.feeds.iter().map(BoardId::as_str).collect();
+            format!("\tfeeds={}", ids.join(","))
+        };
         println!(
-            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}\trevision={}\tdisplay_name={:?}",
+            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}{columns}{feeds}\trevision={}\tdisplay_name={:?}",
             d.board,
             d.operator.as_str(),
             d.sort.as_str(),

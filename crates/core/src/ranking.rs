@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::RankedEntry;
+use crate::model::{Columns, Key, RankedEntry};
 
 /// How equal scores share ranks, chosen at read time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,14 +31,15 @@ impl RankMode {
     }
 }
 
-/// Where the first row of a page stands on its board.
+/// Where the first row of a page stands on its board. "Better" is by the whole tuple: the
+/// score, then on a board with columns its other columns (ties aside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bases {
     /// Its position, 1-based (entries ahead of it + 1).
     pub ordinal: u64,
-    /// 1 + entries with a strictly better score.
+    /// 1 + entries with a strictly better tuple.
     pub competition: u64,
-    /// 1 + distinct scores strictly better; None when the read did not count them (dense
+    /// 1 + distinct tuples strictly better; None when the read did not count them (dense
     /// ranks were not asked for).
     pub dense: Option<u64>,
 }
@@ -48,8 +49,9 @@ pub struct Bases {
 pub struct Row {
     pub user_id: String,
     pub score: i64,
-    /// The row's tie (0 on boards whose ties go by user id), for the next page's cursor.
-    pub tie: i64,
+    /// The row's other columns and tie (`model::Key`): whether it shares a rank with the row
+    /// before it, its values, and the next page's cursor.
+    pub key: Key,
     /// The entry's metadata, a JSON object as text, when it has one.
     pub metadata: Option<String>,
 }
@@ -70,13 +72,17 @@ fn metadata(text: Option<String>) -> Option<serde_json::Value> {
     text.and_then(|t| serde_json::from_str(&t).ok())
 }
 
-/// One entry from a member's own standing (the `users` reads).
+/// One entry from a member's own standing (the `users` reads): `key` is the member's, on a
+/// board of `columns`.
+#[allow(clippy::too_many_arguments)]
 pub fn entry(
     mode: RankMode,
     total: u64,
     bases: Bases,
+    columns: Columns,
     user_id: String,
     score: i64,
+    key: Key,
     meta: Option<String>,
 ) -> RankedEntry {
     let rank = match mode {
@@ -89,33 +95,45 @@ pub fn entry(
         rank,
         user_id,
         score,
+        scores: columns
+            .several()
+            .then(|| columns.values(score, key.rest)),
         percentile: percentile(total, bases.competition),
         metadata: metadata(meta),
     }
 }
 
-/// The entries of a page whose first row stands at `bases`, rows in board order. Within the
-/// page, a row with the same score as the one before shares its competition and dense rank; a
-/// row with another score has competition rank = its position (every entry ahead of it has a
-/// strictly better score) and the next dense rank.
-pub fn rank_page(mode: RankMode, total: u64, bases: Bases, rows: Vec<Row>) -> Vec<RankedEntry> {
+/// The entries of a page whose first row stands at `bases`, rows in board order, on a board of
+/// `columns`. Within the page, a row with the same tuple as the one before (score and other
+/// columns) shares its competition and dense rank; a row with another tuple has competition
+/// rank = its position (every entry ahead of it has a strictly better tuple) and the next dense
+/// rank.
+pub fn rank_page(
+    mode: RankMode,
+    total: u64,
+    bases: Bases,
+    columns: Columns,
+    rows: Vec<Row>,
+) -> Vec<RankedEntry> {
     let mut out = Vec::with_capacity(rows.len());
     let mut current = bases;
-    let mut previous: Option<i64> = None;
+    let mut previous: Option<(i64, Key)> = None;
     for (i, row) in rows.into_iter().enumerate() {
         let ordinal = bases.ordinal + i as u64;
-        if previous.is_some_and(|p| p != row.score) {
+        if previous.is_some_and(|(score, key)| score != row.score || !key.same_tuple(row.key)) {
             current.competition = ordinal;
             current.dense = current.dense.map(|d| d + 1);
         }
         current.ordinal = ordinal;
-        previous = Some(row.score);
+        previous = Some((row.score, row.key));
         out.push(entry(
             mode,
             total,
             current,
+            columns,
             row.user_id,
             row.score,
+            row.key,
             row.metadata,
         ));
     }
@@ -133,12 +151,14 @@ pub struct Page {
 }
 
 impl Page {
-    /// The page of `rows` (board order) whose first row stands at `bases`; `limit` is the page
-    /// size asked for when a full page gets a `next` cursor (None: pages without one).
+    /// The page of `rows` (board order, on a board of `columns`) whose first row stands at
+    /// `bases`; `limit` is the page size asked for when a full page gets a `next` cursor
+    /// (None: pages without one).
     pub fn new(
         mode: RankMode,
         total: u64,
         bases: Bases,
+        columns: Columns,
         rows: Vec<Row>,
         limit: Option<u64>,
     ) -> Self {
@@ -147,7 +167,7 @@ impl Page {
             _ => None,
         };
         Self {
-            entries: rank_page(mode, total, bases, rows),
+            entries: rank_page(mode, total, bases, columns, rows),
             total,
             next,
         }
@@ -161,31 +181,39 @@ pub struct Standings {
     pub total: u64,
 }
 
-/// Where a cursor page starts: just after the entry `(score, tie, user_id)` in the board's
+/// Where a cursor page starts: just after the entry `(score, key, user_id)` in the board's
 /// order (that entry need not be on the board any more). Sent to clients as an opaque string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Cursor {
     pub score: i64,
-    pub tie: i64,
+    /// The entry's other columns (order-key form) and tie.
+    pub key: Key,
     pub user_id: String,
 }
 
-/// Longest cursor text accepted: a user id's 128 bytes and two 20-digit numbers, in hex.
-pub const MAX_CURSOR_CHARS: usize = 2 * (128 + 2 * 21);
+/// Longest cursor text accepted: a user id's 128 bytes and four 20-digit numbers, in hex.
+pub const MAX_CURSOR_CHARS: usize = 2 * (128 + 4 * 21);
 
 impl Cursor {
     pub fn of(row: &Row) -> Self {
         Self {
             score: row.score,
-            tie: row.tie,
+            key: row.key,
             user_id: row.user_id.clone(),
         }
     }
 
-    /// `<score>,<tie>,<user id>` in lowercase hex: URL-safe as it is, and opaque enough that
-    /// clients pass it back rather than build one.
+    /// `<score>,<tie>,<user id>` (on a board with columns `<score>:<col2>[:<col3>],<tie>,<user
+    /// id>`, the other columns in order-key form) in lowercase hex: URL-safe as it is, and
+    /// opaque enough that clients pass it back rather than build one. A one-column board's
+    /// cursors are spelt as they were before columns existed, so cursors given then still work.
     pub fn encode(&self) -> String {
-        let plain = format!("{},{},{}", self.score, self.tie, self.user_id);
+        let mut head = self.score.to_string();
+        for value in &self.key.rest[..self.key.column_count() - 1] {
+            head.push(':');
+            head.push_str(&value.to_string());
+        }
+        let plain = format!("{head},{},{}", self.key.tie, self.user_id);
         plain.bytes().map(|b| format!("{b:02x}")).collect()
     }
 
@@ -204,12 +232,17 @@ impl Cursor {
             .collect::<Option<Vec<u8>>>()?;
         let plain = String::from_utf8(bytes).ok()?;
         let mut parts = plain.splitn(3, ',');
-        let score = parts.next()?.parse().ok()?;
-        let tie = parts.next()?.parse().ok()?;
+        let mut head = parts.next()?.split(':');
+        let score = head.next()?.parse().ok()?;
+        let mut key = Key::tie(parts.next()?.parse().ok()?);
+        for (i, value) in head.enumerate() {
+            *key.rest.get_mut(i)? = value.parse().ok()?;
+            key.columns += 1;
+        }
         let user_id = parts.next()?.to_owned();
         Some(Self {
             score,
-            tie,
+            key,
             user_id,
         })
     }
@@ -226,14 +259,14 @@ mod tests {
             .map(|(i, &score)| Row {
                 user_id: format!("u{i}"),
                 score,
-                tie: 0,
+                key: Key::tie(0),
                 metadata: None,
             })
             .collect()
     }
 
     fn ranks(mode: RankMode, bases: Bases, scores: &[i64]) -> Vec<u64> {
-        rank_page(mode, 100, bases, rows(scores))
+        rank_page(mode, 100, bases, Columns::ONE, rows(scores))
             .iter()
             .map(|e| e.rank)
             .collect()
@@ -274,6 +307,41 @@ mod tests {
     }
 
     #[test]
+    fn on_a_board_with_columns_the_whole_tuple_shares_a_rank() {
+        let columns = Columns::of(&[crate::model::Sort::Descending; 2]).expect("two");
+        let row = |score, col2, user: &str| Row {
+            user_id: user.into(),
+            score,
+            key: Key {
+                columns: 2,
+                rest: [col2, 0],
+                tie: 0,
+            },
+            metadata: None,
+        };
+        let top = Bases {
+            ordinal: 1,
+            competition: 1,
+            dense: Some(1),
+        };
+        let rows = vec![row(9, 5, "a"), row(9, 5, "b"), row(9, 4, "c"), row(8, 4, "d")];
+        let ranks = |mode| -> Vec<u64> {
+            rank_page(mode, 4, top, columns, rows.clone())
+                .iter()
+                .map(|e| e.rank)
+                .collect()
+        };
+        assert_eq!(ranks(RankMode::Competition), [1, 1, 3, 4]);
+        assert_eq!(ranks(RankMode::Dense), [1, 1, 2, 3]);
+        let entries = rank_page(RankMode::Ordinal, 4, top, columns, rows.clone());
+        assert_eq!(entries[2].scores, Some(vec![9, 4]));
+        assert_eq!(
+            rank_page(RankMode::Ordinal, 4, top, Columns::ONE, rows)[0].scores,
+            None
+        );
+    }
+
+    #[test]
     fn percentiles() {
         assert_eq!(percentile(4, 1), 100.0);
         assert_eq!(percentile(4, 4), 25.0);
@@ -287,12 +355,30 @@ mod tests {
         for c in [
             Cursor {
                 score: -9_007_199_254_740_991,
-                tie: i64::MIN + 1,
+                key: Key::tie(i64::MIN + 1),
                 user_id: "Zoë,42".into(),
             },
             Cursor {
                 score: 0,
-                tie: 0,
+                key: Key::tie(0),
+                user_id: "a".repeat(128),
+            },
+            Cursor {
+                score: 7,
+                key: Key {
+                    columns: 3,
+                    rest: [-9_007_199_254_740_991, 12],
+                    tie: -4,
+                },
+                user_id: "Zoë:,42".into(),
+            },
+            Cursor {
+                score: -7,
+                key: Key {
+                    columns: 2,
+                    rest: [5, 0],
+                    tie: 0,
+                },
                 user_id: "a".repeat(128),
             },
         ] {
@@ -301,7 +387,19 @@ mod tests {
             assert!(text.bytes().all(|b| b.is_ascii_hexdigit()));
             assert_eq!(Cursor::decode(&text), Some(c));
         }
-        for junk in ["", "zz", "123", "31", "312c", &"31".repeat(400)] {
+        // A cursor of a one-column board reads as it did before columns existed.
+        let before = "31302c2d352c7a6f65"; // "10,-5,zoe"
+        assert_eq!(
+            Cursor::decode(before),
+            Some(Cursor {
+                score: 10,
+                key: Key::tie(-5),
+                user_id: "zoe".into()
+            })
+        );
+        // Four values before the tie is one column too many.
+        let four: String = "1:2:3:4,0,u".bytes().map(|b| format!("{b:02x}")).collect();
+        for junk in ["", "zz", "123", "31", "312c", &"31".repeat(400), &four] {
             assert_eq!(Cursor::decode(junk), None, "{junk}");
         }
     }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::settings::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::model::BoardId;
+use ledgerboard_core::model::{BoardId, Key};
 use ledgerboard_core::projection::inspect::{self, Half, Observed};
 use ledgerboard_core::projection::member;
 use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};
@@ -290,7 +290,7 @@ async fn check_chunk(
         .map(|(row, seen)| Judged {
             class: Some(classify(
                 row.score,
-                row.tie,
+                row.key,
                 row.version,
                 row.metadata.as_deref(),
                 &seen,
@@ -407,7 +407,7 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
         let member = &mut judged[i];
         let class = classify(
             member.row.score,
-            member.row.tie,
+            member.row.key,
             member.row.version,
             member.row.metadata.as_deref(),
             &seen,
@@ -442,7 +442,7 @@ async fn repair(
             user: &r.row.user_id,
             score: r.row.score,
             version: r.row.version,
-            tie: r.row.tie,
+            key: r.row.key,
             metadata: r.row.metadata.as_deref(),
             force_over: r.force_over.as_deref(),
         })
@@ -498,15 +498,15 @@ async fn orphans(
         loop {
             let (next, spelt) =
                 inspect::scan_members(store, board, half, cursor, options.chunk_size).await?;
-            // (user, the member as spelt, its tie); a malformed member has no user.
-            let decoded: Vec<(Option<String>, String, i64)> = spelt
+            // (user, the member as spelt, its key); a malformed member has no user.
+            let decoded: Vec<(Option<String>, String, Key)> = spelt
                 .into_iter()
                 .map(|m| match half {
                     Half::Scores => match member::user_of(&m) {
-                        Some((user, tie)) => (Some(user.to_owned()), m.clone(), tie),
-                        None => (None, m, 0),
+                        Some((user, key)) => (Some(user.to_owned()), m.clone(), key),
+                        None => (None, m, Key::default()),
                     },
-                    Half::Versions => (Some(m), String::new(), 0),
+                    Half::Versions => (Some(m), String::new(), Key::default()),
                 })
                 .collect();
             let users: Vec<String> = decoded.iter().filter_map(|(u, _, _)| u.clone()).collect();
@@ -514,7 +514,7 @@ async fn orphans(
             let mut observed = users.iter().cloned().zip(observed);
             let existing = source::existing(db, board, &users).await?;
             let mut found: Vec<inspect::Orphan> = Vec::new();
-            for (user, spelling, tie) in decoded {
+            for (user, spelling, key) in decoded {
                 let Some(user) = user else {
                     // Not a member any writer spells: it goes, whoever it seems to name.
                     counts.count(Classification::Orphan);
@@ -529,12 +529,12 @@ async fn orphans(
                 let Some((_, seen)) = observed.next() else {
                     break;
                 };
-                let named_tie = seen.stored().map(|(_, t)| t);
+                let named_key = seen.stored().map(|(_, k)| k);
                 if existing.contains(&user) {
                     // A source member: judged in the chunk walk, unless this is a spelling its
                     // stored value does not name (the named one, or its absence, is judged
                     // there and repaired).
-                    if half == Half::Scores && named_tie.is_some_and(|t| t != tie) {
+                    if half == Half::Scores && named_key.is_some_and(|k| k != key) {
                         counts.count(Classification::Orphan);
                         found.push(inspect::Orphan {
                             user,

@@ -136,6 +136,8 @@ pub async fn define(
         max_delta: None,
         reset: given(form.reset),
         time_zone: given(form.time_zone),
+        columns: None,
+        feeds: None,
     };
     let defined = crate::routes::boards::define(&state, &board, &body)
         .await

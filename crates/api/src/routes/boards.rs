@@ -8,7 +8,7 @@ use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::definition::BoardDefinition;
+use ledgerboard_core::board::definition::{BoardDefinition, Column};
 use ledgerboard_core::board::definition::{
     self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
     parse_tie_break,
@@ -59,6 +59,18 @@ pub struct DefinitionBody {
     /// wall clock a cron schedule reads (default `UTC`).
     #[schema(example = "Europe/Paris", max_length = 64)]
     pub(crate) time_zone: Option<String>,
+    /// Up to 3 columns the board ranks by, column by column, each in its own order (a racing
+    /// board: laps descending, then time ascending); commands then carry one integer per
+    /// column. The first column is the score: its order and bounds are the board's `sort`,
+    /// `min_score` and `max_score`, which are then left out. Absent: one column, the score.
+    #[schema(max_items = 3)]
+    pub(crate) columns: Option<Vec<Column>>,
+    /// Up to 7 boards that every command to this board also applies to, in the same
+    /// transaction, under each one's own rule, bounds and period, with one event id (a
+    /// daily, weekly and all-time set). Each must be declared, rank by the same columns, and
+    /// feed no board itself.
+    #[schema(max_items = 7)]
+    pub(crate) feeds: Option<Vec<String>>,
 }
 
 impl DefinitionBody {
@@ -82,6 +94,17 @@ impl DefinitionBody {
             max_delta: int(&self.max_delta, DefinitionError::DeltaBounds)?,
             reset: self.reset.as_deref().map(parse_reset).transpose()?,
             time_zone: self.time_zone.clone(),
+            columns: self.columns.clone(),
+            feeds: self
+                .feeds
+                .as_ref()
+                .map(|feeds| {
+                    feeds
+                        .iter()
+                        .map(|f| BoardId::parse(f).map_err(|_| DefinitionError::Feeds))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()?,
         })
     }
 }
@@ -101,9 +124,9 @@ impl DefinitionBody {
         (status = 400, description = "malformed body or path", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
-        (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset or time_zone of a board with entries", body = ErrorBody),
+        (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset, time_zone or the columns' number or orders of a board with entries", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_loop`, `invalid_board_id`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held the change up too long", body = ErrorBody),
     ),
@@ -123,7 +146,7 @@ pub async fn put_board(
     let body = body?;
     let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?}}: {e}"
+            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"]}}: {e}"
         ))
     })?;
     let defined = define(&state, &board, &raw).await?;

@@ -7,7 +7,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board;
-use ledgerboard_core::model::BoardId;
+use ledgerboard_core::model::{BoardId, Submitted};
 use ledgerboard_core::telemetry::metrics::Label;
 use ledgerboard_core::telemetry::trace_context;
 use serde::Deserialize;
@@ -36,14 +36,15 @@ pub struct CommandBody {
     )]
     user_id: String,
     /// On `add` boards (every undeclared board): the score change, an integer within the
-    /// board's delta bounds (-1000 to 1000 unless declared otherwise). Absent on `best` and
-    /// `latest` boards.
-    #[schema(value_type = Option<i64>)]
-    delta: Option<serde_json::Number>,
+    /// board's delta bounds (-1000 to 1000 unless declared otherwise); on a board with columns,
+    /// one change per column, as an array in the columns' order or an object by column name.
+    /// Absent on `best` and `latest` boards.
+    delta: Option<Submitted>,
     /// On `best` and `latest` boards: the submitted score, an integer within the board's score
-    /// bounds. Absent on `add` boards.
-    #[schema(value_type = Option<i64>)]
-    score: Option<serde_json::Number>,
+    /// bounds; on a board with columns, one value per column within its bounds, as an array
+    /// in the columns' order (`[12, 93120]`) or an object by column name
+    /// (`{"laps": 12, "time_ms": 93120}`). Absent on `add` boards.
+    score: Option<Submitted>,
     /// Optional per-entry metadata: a JSON object of at most 1024 bytes (compact JSON), kept
     /// with the score by the command that sets it (on add and latest boards a command without
     /// it keeps the prior; on best boards the improving submission's).
@@ -63,10 +64,10 @@ pub struct CommandBody {
         (status = 400, description = "malformed body or path", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token may not write to this board", body = ErrorBody),
-        (status = 409, description = "the event id was used with another board, user, operator, value or metadata", body = ErrorBody),
+        (status = 409, description = "the event id was used with another board, user, operator, value or metadata (on a board that feeds others, by any of them: the body's `board` names a fed board)", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
         (status = 429, description = "past the rate limit of this token (or, without one, of this address); see Retry-After", body = ErrorBody),
-        (status = 422, description = "an invalid value", body = ErrorBody),
+        (status = 422, description = "an invalid value; on a board that feeds others, a value one of them refuses (the body's `board` names it): nothing is written on any board", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "commands",
@@ -104,10 +105,7 @@ pub async fn post_score(
             traceparent,
         )
         .await
-        .map_err(|e| match e {
-            board::SubmitError::Invalid(e) => ApiError::from(e),
-            board::SubmitError::Store(e) => ApiError::from(e),
-        })
+        .map_err(ApiError::from)
     }
     .await;
     let outcome = match &result {
@@ -130,7 +128,7 @@ fn parse_body(board: &str, body: &[u8]) -> Result<(BoardId, CommandBody), ApiErr
     let board = BoardId::parse(board)?;
     let raw: CommandBody = serde_json::from_slice(body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"event_id\": \"<uuid>\", \"user_id\": \"<string>\", \"delta\" or \"score\": <integer>, \"metadata\"?: {{…}}}}: {e}"
+            "expected {{\"event_id\": \"<uuid>\", \"user_id\": \"<string>\", \"delta\" or \"score\": <integer, or one per column>, \"metadata\"?: {{…}}}}: {e}"
         ))
     })?;
     Ok((board, raw))

@@ -61,7 +61,7 @@ pub struct TopQuery {
     offset: Option<u64>,
     /// The `next` cursor of the previous page: this page starts just after its last entry.
     /// Not with `offset`.
-    #[param(max_length = 340, pattern = "^[0-9a-f]+$")]
+    #[param(max_length = 424, pattern = "^[0-9a-f]+$")]
     after: Option<String>,
     #[serde(default)]
     #[param(inline)]
@@ -387,11 +387,13 @@ pub async fn top(
         }
     };
     let order = order(&state, &board, q.consistency).await?;
-    // Every tie on a user_id board is 0 and none on an earliest board is: a cursor of the
-    // other kind came from no page of this board, and the two paths would place it apart
-    // (Redis spells tie 0 without a key, which sorts after every keyed member).
+    // Every tie on a user_id board is 0 and none on an earliest board is, and a board's
+    // cursors carry its columns: a cursor of another kind came from no page of this board, and
+    // the two paths would place it apart (Redis spells tie 0 of a one-column board without a
+    // key, which sorts after every keyed member).
     if let Start::After(c) = &start
-        && (c.tie == 0) != (order.tie_break == TieBreak::UserId)
+        && ((c.key.tie == 0) != (order.tie_break == TieBreak::UserId)
+            || c.key.column_count() != order.columns.count())
     {
         return Err(ApiError::InvalidCursor(
             "after is not a cursor of this board".into(),

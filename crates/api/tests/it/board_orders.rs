@@ -30,7 +30,7 @@ const fn kind(
     Kind {
         board,
         operator,
-        order: Order { sort, tie_break },
+        order: Order::of(sort, tie_break),
     }
 }
 
@@ -266,7 +266,7 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
                 let after = |tie| {
                     Cursor {
                         score,
-                        tie,
+                        key: ledgerboard_core::model::Key::tie(tie),
                         user_id: user.into(),
                     }
                     .encode()

@@ -29,10 +29,7 @@ async fn zrange_calls(store: &Store) -> u64 {
 fn page(board: &BoardId, mode: RankMode, offset: u64, limit: u64) -> TopRequest {
     TopRequest {
         board: board.clone(),
-        order: Order {
-            sort: Sort::Descending,
-            tie_break: TieBreak::UserId,
-        },
+        order: Order::of(Sort::Descending, TieBreak::UserId),
         mode,
         start: Start::Offset(offset),
         limit,

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ledgerboard_core::board::definition::Sort;
-use ledgerboard_core::board::{Operator, Tally};
+use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
+use ledgerboard_core::board::{Operator, Tally, Values};
 
 use super::specs::Spec;
 use crate::stack::Placed;
@@ -40,6 +40,9 @@ pub(super) fn expected(
     bumps: i64,
 ) -> Result<Option<Tally>, String> {
     commands.sort_by_key(|c| c.1);
+    // The fold compares scores by the board's direction; ties do not enter it.
+    let order = Order::of(sort, TieBreak::UserId);
+    let value = |c: &Applied| -> Values { (c.0, [0, 0]) };
     let in_order = |commands: &[Applied]| -> Result<(), String> {
         let versions: Vec<i64> = commands.iter().map(|c| c.1).collect();
         let top = base + versions.len() as i64 + bumps;
@@ -55,31 +58,31 @@ pub(super) fn expected(
         Ok(())
     };
     let moved = |t: Tally| Tally {
-        score: t.score,
         version: base + t.version + bumps,
+        ..t
     };
     match operator {
         Operator::Add => {
             in_order(&commands)?;
             Ok(operator
-                .expected(sort, commands.iter().map(|c| c.0))
+                .expected(order, commands.iter().map(value))
                 .map(moved))
         }
         Operator::Latest => {
             in_order(&commands)?;
             Ok(operator
-                .expected(sort, commands.iter().map(|c| c.0))
+                .expected(order, commands.iter().map(value))
                 .map(moved))
         }
         Operator::Best => {
-            let Some(best) = operator.expected(sort, commands.iter().map(|c| c.0)) else {
+            let Some(best) = operator.expected(order, commands.iter().map(value)) else {
                 return Ok(None);
             };
             let improving: Vec<Applied> = commands.iter().copied().filter(|c| c.2).collect();
             in_order(&improving)?;
             // Folding only the improving events counts each one exactly when it beats the one
             // before: a version short of their number is one that did not improve.
-            let chain = operator.expected(sort, improving.iter().map(|c| c.0));
+            let chain = operator.expected(order, improving.iter().map(value));
             if chain.map(|t| t.version) != Some(improving.len() as i64)
                 || chain.map(|t| t.score) != Some(best.score)
             {
@@ -90,8 +93,8 @@ pub(super) fn expected(
                 ));
             }
             Ok(Some(moved(Tally {
-                score: best.score,
                 version: improving.len() as i64,
+                ..best
             })))
         }
     }
@@ -157,7 +160,11 @@ mod tests {
     const LATEST: (Operator, Sort) = (Operator::Latest, Sort::Descending);
 
     fn tally(score: i64, version: i64) -> Option<Tally> {
-        Some(Tally { score, version })
+        Some(Tally {
+            score,
+            rest: [0, 0],
+            version,
+        })
     }
 
     #[test]

@@ -4,13 +4,14 @@
 use tokio_postgres::Row;
 
 use super::command::ScoreCommand;
+use super::operator::PARAMETER_COUNT;
 use crate::db::{Database, Params, StoreError};
 use crate::model::{BoardId, CommandOutcome};
 
 /// How often a command is run again after losing a race (same event id arriving concurrently,
 /// a best board's concurrent first submission) or a deadlock. One retry settles a race; the
 /// rest is margin.
-const MAX_ATTEMPTS: usize = 4;
+pub(super) const MAX_ATTEMPTS: usize = 4;
 
 /// Applies a score command exactly once per event id, in one statement. `traceparent` (the
 /// W3C trace context of the request) is stored in the outbox row for the projector's span.
@@ -60,6 +61,8 @@ pub(super) struct Bound<'a> {
     board: &'a str,
     user_id: &'a str,
     traceparent: Option<&'a str>,
+    columns: i16,
+    source_event: Option<uuid::Uuid>,
 }
 
 impl<'a> Bound<'a> {
@@ -70,23 +73,34 @@ impl<'a> Bound<'a> {
             board: cmd.board.as_str(),
             user_id: cmd.user_id.as_str(),
             traceparent,
+            columns: cmd.columns.count() as i16,
+            source_event: cmd.source_event.map(|e| e.as_uuid()),
         }
     }
 
     /// In the order of `PARAMETERS` (`board/operator.rs`).
-    pub(super) fn params(&self) -> Params<'_, 11> {
+    pub(super) fn params(&self) -> Params<'_, PARAMETER_COUNT> {
+        let c = self.cmd;
         [
             &self.event_id,
             &self.board,
             &self.user_id,
-            &self.cmd.value,
+            &c.value,
             &self.traceparent,
-            &self.cmd.revision,
-            &self.cmd.tie_sign,
-            &self.cmd.min_score,
-            &self.cmd.max_score,
-            &self.cmd.metadata,
-            &self.cmd.direction,
+            &c.revision,
+            &c.tie_sign,
+            &c.min_score,
+            &c.max_score,
+            &c.metadata,
+            &c.direction,
+            &self.columns,
+            &c.rest[0],
+            &c.rest[1],
+            &c.rest_bounds[0].0,
+            &c.rest_bounds[0].1,
+            &c.rest_bounds[1].0,
+            &c.rest_bounds[1].1,
+            &self.source_event,
         ]
     }
 }
@@ -123,6 +137,13 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         let user_id: String = row.try_get("user_id")?;
         let operator: String = row.try_get("operator")?;
         let submitted: Option<i64> = row.try_get("submitted")?;
+        // What it submitted in its other columns, as the statement records them (NULL past
+        // the board's columns).
+        let submitted_rest = [
+            row.try_get::<_, Option<i64>>("submitted2")?,
+            row.try_get::<_, Option<i64>>("submitted3")?,
+        ];
+        let rest = std::array::from_fn(|i| (i + 2 <= cmd.columns.count()).then_some(cmd.rest[i]));
         let metadata: Option<String> = row.try_get("metadata")?;
         // jsonb normalizes its text: compare the parsed values.
         let same_metadata = match (&metadata, &cmd.metadata) {
@@ -138,20 +159,31 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
             || user_id != cmd.user_id.as_str()
             || operator != cmd.operator.as_str()
             || submitted != Some(cmd.value)
+            || submitted_rest != rest
             || !same_metadata
         {
             return Err(StoreError::EventIdReused(cmd.event_id));
         }
     }
+    let score: i64 = row.try_get("score")?;
+    let rest = [
+        row.try_get::<_, Option<i64>>("col2")?.unwrap_or(0),
+        row.try_get::<_, Option<i64>>("col3")?.unwrap_or(0),
+    ];
     Ok(Answer::Done(CommandOutcome {
         event_id: cmd.event_id,
         // Equal to the command's: a different pair was refused above.
         board: cmd.board.clone(),
         user_id: cmd.user_id.clone(),
-        score: row.try_get("score")?,
+        score,
+        scores: cmd
+            .columns
+            .several()
+            .then(|| cmd.columns.values(score, rest)),
         version: row.try_get("version")?,
         duplicate,
         improved: row.try_get("improved")?,
         period: written.period().map(str::to_owned),
+        linked: Vec::new(),
     }))
 }

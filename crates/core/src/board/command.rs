@@ -4,7 +4,8 @@
 use super::definition::{BoardDefinition, Sort};
 use super::operator::Operator;
 use crate::model::{
-    BoardId, Delta, EventId, MAX_ABS_SCORE, MAX_METADATA_BYTES, UserId, ValidationError,
+    BoardId, Columns, Delta, EventId, MAX_ABS_SCORE, MAX_METADATA_BYTES, Submitted, UserId,
+    ValidationError,
 };
 
 /// One validated score command, with what its statement needs of the board's definition.
@@ -15,8 +16,20 @@ pub struct ScoreCommand {
     pub user_id: UserId,
     /// The board's operator: which statement applies it.
     pub operator: Operator,
-    /// The delta on add boards, the submitted score on best and latest boards.
+    /// The delta on add boards, the submitted score on best and latest boards (the first
+    /// column's, on a board with columns).
     pub value: i64,
+    /// The second and third columns' values, in order-key form (`model::Columns`); 0 past the
+    /// board's columns.
+    pub rest: [i64; 2],
+    /// The board's columns: how many, and which order the other way from the first.
+    pub columns: Columns,
+    /// The order-key bounds of the second and third columns' values (`(0, 0)` past the board's
+    /// columns).
+    pub rest_bounds: [(i64, i64); 2],
+    /// On a board fed by the one the command was sent to: the event id it was sent with (this
+    /// command's own is derived from it, `board/link.rs`).
+    pub source_event: Option<EventId>,
     /// The definition's revision the command was validated against (0: undeclared board).
     pub revision: i64,
     /// `Order::tie_sign` of the board.
@@ -39,6 +52,10 @@ impl ScoreCommand {
             user_id,
             operator: Operator::Add,
             value: i64::from(delta.get()),
+            rest: [0; 2],
+            columns: Columns::ONE,
+            rest_bounds: [(0, 0); 2],
+            source_event: None,
             revision: 0,
             tie_sign: 0,
             direction: 1,
@@ -55,8 +72,8 @@ impl ScoreCommand {
 pub struct Fields<'a> {
     pub event_id: &'a str,
     pub user_id: &'a str,
-    pub score: Option<&'a serde_json::Number>,
-    pub delta: Option<&'a serde_json::Number>,
+    pub score: Option<&'a Submitted>,
+    pub delta: Option<&'a Submitted>,
     pub metadata: Option<&'a serde_json::Value>,
 }
 
@@ -68,14 +85,14 @@ pub fn command(
     definition: &BoardDefinition,
     event_id: &str,
     user_id: &str,
-    score: Option<&serde_json::Number>,
-    delta: Option<&serde_json::Number>,
+    score: Option<&Submitted>,
+    delta: Option<&Submitted>,
     metadata: Option<&serde_json::Value>,
 ) -> Result<ScoreCommand, ValidationError> {
     let event_id = EventId::parse(event_id)?;
     let user_id = UserId::parse(user_id)?;
     let operator = definition.operator;
-    let value = operator.command_value(definition, score, delta)?;
+    let (value, rest) = operator.command_value(definition, score, delta)?;
     let metadata = match metadata {
         None | Some(serde_json::Value::Null) => None,
         Some(value @ serde_json::Value::Object(_)) => {
@@ -88,12 +105,25 @@ pub fn command(
         Some(_) => return Err(ValidationError::InvalidMetadata),
     };
     let order = definition.order();
+    let rest_bounds = std::array::from_fn(|i| {
+        let index = i + 1;
+        if index < definition.column_count() {
+            let (min, max) = definition.column_bounds(index);
+            order.columns.key_bounds(index, min, max)
+        } else {
+            (0, 0)
+        }
+    });
     Ok(ScoreCommand {
         event_id,
         board: definition.board.clone(),
         user_id,
         operator,
         value,
+        rest,
+        columns: order.columns,
+        rest_bounds,
+        source_event: None,
         revision: definition.revision,
         tie_sign: order.tie_sign(),
         direction: match definition.sort {
@@ -124,8 +154,8 @@ impl Fields<'_> {
 mod tests {
     use super::*;
 
-    fn number(s: &str) -> serde_json::Number {
-        serde_json::from_str(s).expect("a JSON number")
+    fn number(s: &str) -> Submitted {
+        serde_json::from_str(s).expect("a JSON value")
     }
 
     fn implicit() -> BoardDefinition {
@@ -135,6 +165,61 @@ mod tests {
     #[test]
     fn an_undeclared_board_counts_increments() {
         assert_eq!(implicit().operator, Operator::Add);
+    }
+
+    #[test]
+    fn a_board_with_columns_takes_one_integer_per_column() {
+        use crate::board::definition::{Column, Declaration};
+        let racing = Declaration {
+            operator: Some(Operator::Best),
+            columns: Some(vec![
+                Column {
+                    name: "laps".into(),
+                    order: Sort::Descending,
+                    min: 0,
+                    max: 100,
+                },
+                Column {
+                    name: "time_ms".into(),
+                    order: Sort::Ascending,
+                    min: 1,
+                    max: 3_600_000,
+                },
+            ]),
+            ..Declaration::default()
+        }
+        .definition(BoardId::parse("racing").expect("board"))
+        .expect("valid");
+        let event = "6f9619ff-8b86-d011-b42d-00c04fc964ff";
+        let run = |score: &str| {
+            super::command(&racing, event, "u", Some(&number(score)), None, None)
+        };
+        let by_list = run("[12, 93120]").expect("valid");
+        // The time orders the other way from the laps: stored negated.
+        assert_eq!((by_list.value, by_list.rest), (12, [-93_120, 0]));
+        assert_eq!(by_list.rest_bounds, [(-3_600_000, -1), (0, 0)]);
+        let by_name = run(r#"{"time_ms": 93120, "laps": 12}"#).expect("valid");
+        assert_eq!((by_name.value, by_name.rest), (by_list.value, by_list.rest));
+        let shape = Err(ValidationError::ColumnsShape {
+            field: "score",
+            names: vec!["laps".into(), "time_ms".into()],
+        });
+        assert_eq!(run("12"), shape);
+        assert_eq!(run("[12]"), shape);
+        assert_eq!(run(r#"{"laps": 12, "time": 5}"#), shape);
+        assert_eq!(
+            run("[12, 0]"),
+            Err(ValidationError::ColumnOutOfRange {
+                field: "score",
+                column: "time_ms".into(),
+                min: 1,
+                max: 3_600_000
+            })
+        );
+        assert_eq!(
+            run("[12.5, 1]").map_err(|e| e.code()),
+            Err("invalid_score")
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! One command per transaction pays, per command, a round trip, a transaction's start and a
 //! commit (a WAL flush). Here a few workers take commands from one queue: a worker that is
 //! free takes whatever is waiting (up to `max_size`), so a command that finds a worker idle
-//! goes at once, alone, by [`apply_score_command`] (no added latency at low load), and commands
+//! goes at once, alone, by [`apply_set`] (no added latency at low load), and commands
 //! that arrive while every worker is busy leave together when one frees up.
 //!
 //! A group of more than one runs in one transaction: BEGIN and each command's own statement,
@@ -26,24 +26,32 @@
 //!   `duplicate: true`), as it would to a client's own retry.
 //! - **A caller that gave up** (its HTTP request dropped) before its group started is left out;
 //!   once its group has started, it is applied like any other command of the group.
+//! - **Linked boards** (`link.rs`): a command to a board that feeds others is a set of
+//!   statements, one per board, all of it or nothing. Its statements join the group's, sorted
+//!   with them; when one of a set's statements refuses it (or races), the whole group is
+//!   rolled back before COMMIT and each command runs alone, the set in a transaction of its
+//!   own.
 
 use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_postgres::Row;
 
-use super::apply::{Answer, Bound, answer, apply_score_command};
+use super::apply::{Answer, Bound, answer};
 use super::command::ScoreCommand;
+use super::link::{Judged, Refused, apply_set, judge};
+use super::operator::PARAMETER_COUNT;
 use crate::db::metrics;
+use crate::db::pipeline::Finish;
 use crate::db::{Database, Op, StoreError, pipeline};
 use crate::model::CommandOutcome;
 
-/// A command waiting for its group, and where its answer goes.
+/// A command waiting for its group, and where its answer goes: its statements, one per board
+/// (the board it was sent to first, then the boards it feeds).
 struct Pending {
-    cmd: ScoreCommand,
+    set: Vec<ScoreCommand>,
     traceparent: Option<String>,
-    reply: oneshot::Sender<Result<CommandOutcome, StoreError>>,
+    reply: oneshot::Sender<Result<CommandOutcome, Refused>>,
 }
 
 /// The queue of score commands and its workers. Cheap to clone; the workers stop once every
@@ -75,23 +83,22 @@ impl CommandGroups {
         self.queue.max_capacity() - self.queue.capacity()
     }
 
-    /// Applies `cmd` exactly once per event id, in whichever group it joins; the answer is the
-    /// one [`apply_score_command`] gives.
+    /// Applies a command to its board and the boards it feeds (`set`: the board it was sent
+    /// to first) exactly once per event id, all of it or nothing, in whichever group it joins;
+    /// the answer is the one [`apply_set`] gives.
     pub async fn apply(
         &self,
-        cmd: ScoreCommand,
+        set: Vec<ScoreCommand>,
         traceparent: Option<String>,
-    ) -> Result<CommandOutcome, StoreError> {
+    ) -> Result<CommandOutcome, Refused> {
         let (reply, answer) = oneshot::channel();
         let pending = Pending {
-            cmd,
+            set,
             traceparent,
             reply,
         };
         if self.queue.send(pending).await.is_err() {
-            return Err(StoreError::Unavailable(
-                "the command queue has stopped".to_owned(),
-            ));
+            return Err(StoreError::Unavailable("the command queue has stopped".to_owned()).into());
         }
         answer.await.map_err(|_| {
             StoreError::Internal("the command's group ended without an answer".to_owned())
@@ -116,19 +123,19 @@ async fn work(db: Database, rx: Arc<Mutex<mpsc::Receiver<Pending>>>, max_size: u
 }
 
 async fn run(db: &Database, group: Vec<Pending>) {
-    let mut group: Vec<Pending> = group.into_iter().filter(|p| !p.reply.is_closed()).collect();
+    let group: Vec<Pending> = group.into_iter().filter(|p| !p.reply.is_closed()).collect();
     metrics::command_group(group.len());
     if group.len() <= 1 {
         alone(db, group).await;
         return;
     }
-    // Stable: one user's commands keep their order of arrival.
-    group.sort_by(|a, b| {
-        (a.cmd.board.as_str(), a.cmd.user_id.as_str())
-            .cmp(&(b.cmd.board.as_str(), b.cmd.user_id.as_str()))
-    });
-    let rows = match together(db, &group).await {
-        Ok(rows) => rows,
+    let judged = match together(db, &group).await {
+        Ok(Some(judged)) => judged,
+        // A set refused or raced: nothing of the group was committed.
+        Ok(None) => {
+            alone(db, group).await;
+            return;
+        }
         Err(e) => {
             tracing::debug!(error = %e, commands = group.len(), "a command group failed; its commands run alone");
             metrics::command_group_failed();
@@ -138,15 +145,15 @@ async fn run(db: &Database, group: Vec<Pending>) {
     };
     let mut again = Vec::new();
     let mut wake = false;
-    for (p, row) in group.into_iter().zip(rows) {
-        match answer(&p.cmd, &row) {
-            Ok(Answer::Retry) => again.push(p),
-            Ok(Answer::Done(outcome)) => {
+    for (p, judged) in group.into_iter().zip(judged) {
+        match judged {
+            Judged::Again => again.push(p),
+            Judged::Keep(outcome) => {
                 wake |= !outcome.duplicate && outcome.improved;
                 let _ = p.reply.send(Ok(outcome));
             }
-            Err(e) => {
-                let _ = p.reply.send(Err(e));
+            Judged::Undo(answer) => {
+                let _ = p.reply.send(answer);
             }
         }
     }
@@ -160,23 +167,67 @@ async fn run(db: &Database, group: Vec<Pending>) {
 /// Each command by itself, concurrently, each answer sent as it comes.
 async fn alone(db: &Database, group: Vec<Pending>) {
     join_all(group.into_iter().map(|p| async move {
-        let outcome = apply_score_command(db, &p.cmd, p.traceparent.as_deref()).await;
+        let outcome = apply_set(db, &p.set, p.traceparent.as_deref()).await;
         let _ = p.reply.send(outcome);
     }))
     .await;
 }
 
-/// Runs the group in one transaction (`db/pipeline.rs`) and answers each command's row, in the
-/// group's order, or the error that rolled it back (or left its outcome unknown).
-async fn together(db: &Database, group: &[Pending]) -> Result<Vec<Row>, StoreError> {
-    let bound: Vec<Bound<'_>> = group
+/// Runs the group's statements in one transaction (`db/pipeline.rs`), sorted by board and
+/// user, stably (one user's commands keep their order of arrival, and every group takes its row
+/// locks in one order), and judges each command on its statements' rows (`link::judge`). A
+/// command of one statement that is refused or raced wrote nothing, and the group commits
+/// without it; a set (linked boards) refused or raced is undone with the whole group: None.
+async fn together(db: &Database, group: &[Pending]) -> Result<Option<Vec<Judged>>, StoreError> {
+    let mut slots: Vec<(usize, usize)> = group
         .iter()
-        .map(|p| Bound::new(&p.cmd, p.traceparent.as_deref()))
+        .enumerate()
+        .flat_map(|(p, pending)| (0..pending.set.len()).map(move |i| (p, i)))
         .collect();
-    let runs: Vec<pipeline::Run<'_, 11>> = group
+    let cmd = |&(p, i): &(usize, usize)| &group[p].set[i];
+    slots.sort_by(|a, b| {
+        (cmd(a).board.as_str(), cmd(a).user_id.as_str())
+            .cmp(&(cmd(b).board.as_str(), cmd(b).user_id.as_str()))
+    });
+    let bound: Vec<Bound<'_>> = slots
+        .iter()
+        .map(|slot| Bound::new(cmd(slot), group[slot.0].traceparent.as_deref()))
+        .collect();
+    let runs: Vec<pipeline::Run<'_, PARAMETER_COUNT>> = slots
         .iter()
         .zip(&bound)
-        .map(|(p, b)| (p.cmd.operator.statement(), b.params()))
+        .map(|(slot, b)| (cmd(slot).operator.statement(), b.params()))
         .collect();
-    pipeline::together(db, Op::CommandGroup, &runs).await
+    pipeline::together_then(db, Op::CommandGroup, &runs, |rows| {
+        let mut answers: Vec<Vec<Option<Result<Answer, StoreError>>>> = group
+            .iter()
+            .map(|p| (0..p.set.len()).map(|_| None).collect())
+            .collect();
+        for (&(p, i), row) in slots.iter().zip(&rows) {
+            answers[p][i] = Some(answer(&group[p].set[i], row));
+        }
+        let judged: Vec<Judged> = group
+            .iter()
+            .zip(answers)
+            .map(|(p, answers)| {
+                let answers = answers
+                    .into_iter()
+                    .map(|a| {
+                        a.unwrap_or_else(|| Err(StoreError::Internal("a run did not answer".into())))
+                    })
+                    .collect();
+                judge(&p.set, answers)
+            })
+            .collect();
+        let undone = group
+            .iter()
+            .zip(&judged)
+            .any(|(p, j)| p.set.len() > 1 && !matches!(j, Judged::Keep(_)));
+        if undone {
+            (Finish::Rollback, None)
+        } else {
+            (Finish::Commit, Some(judged))
+        }
+    })
+    .await
 }

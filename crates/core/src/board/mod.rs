@@ -16,6 +16,7 @@ mod apply;
 mod command;
 pub mod definition;
 pub mod group;
+pub mod link;
 pub mod moderation;
 pub mod operator;
 pub mod periods;
@@ -24,6 +25,7 @@ mod submit;
 pub mod verification;
 
 pub use apply::apply_score_command;
+pub use link::{Refused, apply_set, fed_event};
 pub use command::{Fields, ScoreCommand, command};
-pub use operator::{Operator, Tally, Value};
+pub use operator::{Operator, Tally, Value, Values};
 pub use submit::{SubmitError, submit};

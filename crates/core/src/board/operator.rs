@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 use tokio_postgres::types::Type;
 
-use super::definition::{BoardDefinition, DefinitionError, Sort};
+use super::definition::{BoardDefinition, DefinitionError};
 use crate::db::{Op, Statement};
-use crate::model::{MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA, ValidationError};
+use crate::model::{MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA, Order, Submitted, ValidationError};
 
 /// How a submission changes a member's score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,16 +38,27 @@ pub enum Value {
     Score,
 }
 
-/// A member's score and the number of commands that changed it (its version).
+/// A member's tuple (its score and, on a board with columns, its other columns in order-key
+/// form: `model::Columns`) and the number of commands that changed it (its version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tally {
     pub score: i64,
+    pub rest: [i64; 2],
     pub version: i64,
 }
 
-/// The parameters of every operator's statement: event id, board, user, value, trace context,
-/// revision, tie sign, min score, max score, metadata, direction (`sql/command/head.sql`).
-const PARAMETERS: [Type; 11] = [
+/// A command's value: its first column's and its other columns' (order-key form; 0 past the
+/// board's columns). A score on best and latest boards, a change of it on add boards.
+pub type Values = (i64, [i64; 2]);
+
+/// How many parameters every operator's statement takes.
+pub const PARAMETER_COUNT: usize = 19;
+
+/// The parameters of every operator's statement (`sql/command/head.sql`): event id, board,
+/// user, value, trace context, revision, tie sign, min score, max score, metadata, direction,
+/// the board's column count, the second and third columns' values, their bounds (min2, max2,
+/// min3, max3), and the event id the command was sent with (on a fed board's command).
+const PARAMETERS: [Type; PARAMETER_COUNT] = [
     Type::UUID,
     Type::TEXT,
     Type::TEXT,
@@ -59,6 +70,14 @@ const PARAMETERS: [Type; 11] = [
     Type::INT8,
     Type::TEXT,
     Type::INT8,
+    Type::INT2,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::UUID,
 ];
 
 /// The shared head and tail of every operator's statement, around its part.
@@ -80,12 +99,12 @@ macro_rules! command_statement {
     };
 }
 
-/// `sql/command/add.sql`: the score grows by the delta.
-pub static ADD: Statement<11> = command_statement!("sql/command/add.sql");
-/// `sql/command/best.sql`: the better of the standing and the submitted score.
-pub static BEST: Statement<11> = command_statement!("sql/command/best.sql");
-/// `sql/command/latest.sql`: the submitted score.
-pub static LATEST: Statement<11> = command_statement!("sql/command/latest.sql");
+/// `sql/command/add.sql`: the tuple grows by the deltas, column by column.
+pub static ADD: Statement<PARAMETER_COUNT> = command_statement!("sql/command/add.sql");
+/// `sql/command/best.sql`: the better of the standing and the submitted tuple, whole.
+pub static BEST: Statement<PARAMETER_COUNT> = command_statement!("sql/command/best.sql");
+/// `sql/command/latest.sql`: the submitted tuple.
+pub static LATEST: Statement<PARAMETER_COUNT> = command_statement!("sql/command/latest.sql");
 
 impl Operator {
     /// Every operator: names are parsed by looking them up here.
@@ -117,7 +136,7 @@ impl Operator {
     }
 
     /// The statement that applies one command of this operator exactly once per event id.
-    pub fn statement(self) -> &'static Statement<11> {
+    pub fn statement(self) -> &'static Statement<PARAMETER_COUNT> {
         match self {
             Self::Add => &ADD,
             Self::Best => &BEST,
@@ -126,22 +145,25 @@ impl Operator {
     }
 
     /// The member's tally after one more accepted command carrying `value` (None: the member
-    /// has none yet), on a board sorted by `sort`. A best submission that does not improve
-    /// leaves the tally as it was.
-    pub fn fold(self, sort: Sort, prior: Option<Tally>, value: i64) -> Tally {
+    /// has none yet), on a board of `order`. Add adds column by column; a best submission
+    /// replaces the whole tuple when it ranks ahead of it, and else leaves the tally as it was
+    /// (never a mix of two submissions).
+    pub fn fold(self, order: Order, prior: Option<Tally>, value: Values) -> Tally {
         let version = prior.map_or(0, |p| p.version) + 1;
+        let (score, rest) = value;
         match (self, prior) {
-            (Self::Add, _) => Tally {
-                score: prior.unwrap_or_default().score + value,
-                version,
-            },
-            (Self::Latest, _) => Tally {
-                score: value,
-                version,
-            },
-            (Self::Best, Some(p)) if !sort.ahead(value, p.score) => p,
-            (Self::Best, _) => Tally {
-                score: value,
+            (Self::Add, _) => {
+                let p = prior.unwrap_or_default();
+                Tally {
+                    score: p.score + score,
+                    rest: [p.rest[0] + rest[0], p.rest[1] + rest[1]],
+                    version,
+                }
+            }
+            (Self::Best, Some(p)) if !order.ahead(value, (p.score, p.rest)) => p,
+            (Self::Latest | Self::Best, _) => Tally {
+                score,
+                rest,
                 version,
             },
         }
@@ -149,10 +171,10 @@ impl Operator {
 
     /// What a member's accepted commands add up to, in the order they were applied; None
     /// when there are none (the member does not exist).
-    pub fn expected(self, sort: Sort, values: impl IntoIterator<Item = i64>) -> Option<Tally> {
+    pub fn expected(self, order: Order, values: impl IntoIterator<Item = Values>) -> Option<Tally> {
         values
             .into_iter()
-            .fold(None, |prior, value| Some(self.fold(sort, prior, value)))
+            .fold(None, |prior, value| Some(self.fold(order, prior, value)))
     }
 
     /// The name of the field a command on such a board carries its value in.
@@ -164,41 +186,100 @@ impl Operator {
     }
 
     /// A command's value from the body's fields, as they came: exactly the one this operator
-    /// takes must be present, an integer within the board's bounds.
+    /// takes must be present, one integer per column of the board (one integer on a board of
+    /// one column), each within its bounds (deltas: the board's delta bounds; scores: the
+    /// column's bounds). The other columns come back in order-key form (`model::Columns`).
     pub fn command_value(
         self,
         definition: &BoardDefinition,
-        score: Option<&serde_json::Number>,
-        delta: Option<&serde_json::Number>,
+        score: Option<&Submitted>,
+        delta: Option<&Submitted>,
+    ) -> Result<Values, ValidationError> {
+        let given = match (self.value(), score, delta) {
+            (Value::Delta, None, Some(d)) => d,
+            (Value::Score, Some(s), None) => s,
+            _ => {
+                return Err(ValidationError::WrongValueField {
+                    operator: self.as_str(),
+                    field: self.value_field(),
+                });
+            }
+        };
+        let field = self.value_field();
+        let names: Vec<String> = (0..definition.column_count())
+            .map(|i| definition.column_name(i).to_owned())
+            .collect();
+        let shape = || ValidationError::ColumnsShape {
+            field,
+            names: names.clone(),
+        };
+        let numbers: Vec<&serde_json::Number> = match given {
+            Submitted::One(n) if names.len() == 1 => vec![n],
+            _ if definition.columns.is_empty() => {
+                return Err(match self.value() {
+                    Value::Delta => ValidationError::DeltaNotInteger,
+                    Value::Score => ValidationError::ScoreNotInteger,
+                });
+            }
+            Submitted::List(list) if list.len() == names.len() => list.iter().collect(),
+            Submitted::Named(map) if map.len() == names.len() => names
+                .iter()
+                .map(|n| map.get(n).ok_or_else(shape))
+                .collect::<Result<_, _>>()?,
+            _ => return Err(shape()),
+        };
+        let columns = definition.order().columns;
+        let mut values = [0_i64; 3];
+        for (i, number) in numbers.into_iter().enumerate() {
+            values[i] = self.one_value(definition, i, number)?;
+        }
+        Ok((values[0], [columns.key(1, values[1]), columns.key(2, values[2])]))
+    }
+
+    /// The value of column `index` within its bounds: a board of one column answers as it
+    /// always did; a board with columns names the column.
+    fn one_value(
+        self,
+        definition: &BoardDefinition,
+        index: usize,
+        number: &serde_json::Number,
     ) -> Result<i64, ValidationError> {
-        match (self.value(), score, delta) {
-            (Value::Delta, None, Some(d)) => {
-                let (min, max) = (
-                    definition.min_delta.unwrap_or(MIN_DELTA),
-                    definition.max_delta.unwrap_or(MAX_DELTA),
-                );
-                match integer(d) {
-                    None => Err(ValidationError::DeltaNotInteger),
-                    Some(Ok(v)) if (min..=max).contains(&v) => Ok(v),
-                    Some(_) if definition.declared => {
-                        Err(ValidationError::BoardDeltaOutOfRange { min, max })
-                    }
-                    // An undeclared board answers as before definitions existed.
-                    Some(_) => Err(ValidationError::DeltaOutOfRange),
-                }
+        let named = !definition.columns.is_empty();
+        let column = || definition.column_name(index).to_owned();
+        let field = self.value_field();
+        let (min, max) = match self.value() {
+            Value::Delta => (
+                definition.min_delta.unwrap_or(MIN_DELTA),
+                definition.max_delta.unwrap_or(MAX_DELTA),
+            ),
+            Value::Score => definition.column_bounds(index),
+        };
+        match integer(number) {
+            Some(Ok(v)) if (min..=max).contains(&v) => Ok(v),
+            _ if named && integer(number).is_none() => {
+                Err(ValidationError::ColumnNotInteger {
+                    field,
+                    column: column(),
+                })
             }
-            (Value::Score, Some(s), None) => {
-                let (min, max) = (definition.min_score, definition.max_score);
-                match integer(s) {
-                    None => Err(ValidationError::ScoreNotInteger),
-                    Some(Ok(v)) if (min..=max).contains(&v) => Ok(v),
-                    Some(_) => Err(ValidationError::BoardScoreOutOfRange { min, max }),
-                }
-            }
-            _ => Err(ValidationError::WrongValueField {
-                operator: self.as_str(),
-                field: self.value_field(),
+            _ if named => Err(ValidationError::ColumnOutOfRange {
+                field,
+                column: column(),
+                min,
+                max,
             }),
+            None => Err(match self.value() {
+                Value::Delta => ValidationError::DeltaNotInteger,
+                Value::Score => ValidationError::ScoreNotInteger,
+            }),
+            Some(_) => match self.value() {
+                Value::Delta if definition.declared => {
+                    Err(ValidationError::BoardDeltaOutOfRange { min, max })
+                }
+                // An undeclared board answers as before definitions existed.
+                Value::Delta => Err(ValidationError::DeltaOutOfRange),
+                Value::Score => Err(ValidationError::BoardScoreOutOfRange { min, max }),
+            },
         }
     }
 
@@ -264,67 +345,77 @@ mod tests {
         );
     }
 
+    use crate::model::{Sort, TieBreak};
+
+    const DESC: Order = Order::of(Sort::Descending, TieBreak::UserId);
+    const ASC: Order = Order::of(Sort::Ascending, TieBreak::UserId);
+
+    fn one(v: i64) -> Values {
+        (v, [0, 0])
+    }
+
+    fn tally(score: i64, version: i64) -> Tally {
+        Tally {
+            score,
+            rest: [0, 0],
+            version,
+        }
+    }
+
     #[test]
     fn a_new_member_starts_at_its_delta_version_1() {
-        assert_eq!(
-            Operator::Add.fold(Sort::Descending, None, -5),
-            Tally {
-                score: -5,
-                version: 1
-            }
-        );
+        assert_eq!(Operator::Add.fold(DESC, None, one(-5)), tally(-5, 1));
     }
 
     #[test]
     fn each_command_adds_its_delta_and_one_version() {
-        let prior = Tally {
-            score: 10,
-            version: 1,
-        };
         assert_eq!(
-            Operator::Add.fold(Sort::Descending, Some(prior), 7),
-            Tally {
-                score: 17,
-                version: 2
-            }
+            Operator::Add.fold(DESC, Some(tally(10, 1)), one(7)),
+            tally(17, 2)
         );
     }
 
     #[test]
     fn best_folds_to_the_best_by_the_sort_and_latest_to_the_last() {
         let best = Operator::Best;
-        assert_eq!(best.expected(Sort::Descending, []), None);
+        assert_eq!(best.expected(DESC, []), None);
         assert_eq!(
-            best.expected(Sort::Descending, [10, 30, 20, 30]),
-            Some(Tally {
-                score: 30,
-                version: 2
-            })
+            best.expected(DESC, [10, 30, 20, 30].map(one)),
+            Some(tally(30, 2))
+        );
+        assert_eq!(best.expected(ASC, [10, 30, 5, 7].map(one)), Some(tally(5, 2)));
+        assert_eq!(
+            Operator::Latest.expected(DESC, [10, 30, 5].map(one)),
+            Some(tally(5, 3))
         );
         assert_eq!(
-            best.expected(Sort::Ascending, [10, 30, 5, 7]),
-            Some(Tally {
-                score: 5,
-                version: 2
-            })
-        );
-        assert_eq!(
-            Operator::Latest.expected(Sort::Descending, [10, 30, 5]),
-            Some(Tally {
-                score: 5,
-                version: 3
-            })
-        );
-        assert_eq!(
-            Operator::Add.expected(Sort::Descending, [10, -3, 7]),
-            Some(Tally {
-                score: 14,
-                version: 3
-            })
+            Operator::Add.expected(DESC, [10, -3, 7].map(one)),
+            Some(tally(14, 3))
         );
     }
 
-    /// The parameters a statement names, `$1` to `$11` as `PARAMETERS` types them.
+    #[test]
+    fn best_keeps_a_whole_submitted_tuple_never_a_mix() {
+        // Laps descending, time ascending: time is stored negated (order-key form).
+        let racing = Order {
+            columns: crate::model::Columns::of(&[Sort::Descending, Sort::Ascending])
+                .expect("two"),
+            ..DESC
+        };
+        let run = |laps: i64, time: i64| (laps, [racing.columns.key(1, time), 0]);
+        let got = Operator::Best
+            .expected(racing, [run(10, 95), run(9, 80), run(10, 90), run(10, 92)])
+            .expect("a tally");
+        // 9 laps in 80 is not better than 10 laps; 10 laps in 90 beats 10 in 95; 92 does not.
+        // Nakama's per-column best would hold (10, 80), which nobody submitted.
+        assert_eq!((got.score, got.rest[0], got.version), (10, -90, 2));
+        let added = Operator::Add
+            .expected(racing, [run(1, 30), run(2, 45)])
+            .expect("a tally");
+        assert_eq!((added.score, racing.columns.key(1, added.rest[0])), (3, 75));
+    }
+
+    /// The parameters a statement names, `$1` to `$19` as `PARAMETERS` types them.
     fn parameters(sql: &str) -> std::collections::BTreeSet<u32> {
         let b = sql.as_bytes();
         let mut found = std::collections::BTreeSet::new();
@@ -354,7 +445,11 @@ mod tests {
             assert_eq!(sql, format!("{HEAD}{part}{TAIL}"), "{op:?}");
             // Nothing left to fill in: the statement takes exactly the shared parameters, and
             // its part names its operator as score_events spells it.
-            assert_eq!(parameters(sql), (1..=11).collect(), "{op:?}: parameters");
+            assert_eq!(
+                parameters(sql),
+                (1..=PARAMETER_COUNT as u32).collect(),
+                "{op:?}: parameters"
+            );
             assert!(
                 part.contains(&format!("'{}'::text AS operator", op.as_str())),
                 "{op:?}: its part names it"

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::types::Type;
 
 use crate::db::{Database, Op, Statement, StoreError, commit};
+use super::definition::{Column, Columns, Sort};
 use crate::model::BoardId;
 
 // A closed period's verification lives in `verification.rs`; named here too, as the rest of a
@@ -332,11 +333,11 @@ pub static CLOSE_PENDING: Statement<1> = Statement::new(
     include_str!("sql/period_close_pending.sql"),
     [Type::TEXT],
 );
-/// Parameters: board, period, sort, tie break.
-pub static CLOSE: Statement<4> = Statement::new(
+/// Parameters: board, period, sort, tie break, columns (JSON text).
+pub static CLOSE: Statement<5> = Statement::new(
     Op::PeriodClose,
     include_str!("sql/period_close.sql"),
-    [Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+    [Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
 );
 /// Parameters: board, period.
 pub static GET: Statement<2> = Statement::new(
@@ -383,6 +384,10 @@ pub struct Closed {
     pub tie_break: String,
     pub entries: i64,
     pub digest: String,
+    /// The board's columns at the close, when it declared them (the standings carry every
+    /// column, and the digest covers them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Column>,
 }
 
 /// What [`close`] found or did.
@@ -436,6 +441,7 @@ pub async fn close(
     }
     let sort: String = check.try_get("sort")?;
     let tie_break: String = check.try_get("tie_break")?;
+    let columns: Option<String> = check.try_get("columns")?;
     let wait = format!("{}ms", CLOSE_LOCK_WAIT.as_millis());
     stmts
         .query(&tx, &super::definition::LOCK_TIMEOUT, [&wait])
@@ -459,7 +465,11 @@ pub async fn close(
         return Ok(CloseOutcome::Pending);
     }
     let written: bool = stmts
-        .query_one(&tx, &CLOSE, [&board.as_str(), &period, &sort, &tie_break])
+        .query_one(
+            &tx,
+            &CLOSE,
+            [&board.as_str(), &period, &sort, &tie_break, &columns],
+        )
         .await?
         .try_get("written")?;
     commit(tx).await?;
@@ -493,7 +503,16 @@ pub async fn closed(
         tie_break: row.try_get("tie_break")?,
         entries: row.try_get("entries")?,
         digest: row.try_get("digest")?,
+        columns: closed_columns(row.try_get("columns")?)?,
     }))
+}
+
+/// The columns a close recorded (`period_closes.columns`, JSON text; NULL: one column).
+fn closed_columns(json: Option<String>) -> Result<Vec<Column>, StoreError> {
+    json.map_or(Ok(Vec::new()), |j| {
+        serde_json::from_str(&j)
+            .map_err(|_| StoreError::SchemaMismatch(format!("a close's columns {j:?}")))
+    })
 }
 
 /// One line of a closed period's standings.
@@ -507,8 +526,12 @@ pub struct Standing {
     /// Dense rank by score (1, 2, 2, 3).
     pub dense_rank: i64,
     pub user_id: String,
+    /// The score (on a board with columns, its first column).
     pub score: i64,
-    /// The order among equal scores on an `earliest` board (0 on `user_id` boards).
+    /// On a board with columns: the value in each column, in the definition's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<i64>>,
+    /// The order among equal tuples on an `earliest` board (0 on `user_id` boards).
     pub tie: i64,
     pub version: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -537,13 +560,19 @@ pub async fn standings(
     rows.iter()
         .map(|r| {
             let metadata: Option<String> = r.try_get("metadata")?;
+            let defined = closed_columns(r.try_get("defined")?)?;
+            let orders: Vec<Sort> = defined.iter().map(|c| c.order).collect();
+            let columns = Columns::of(&orders).unwrap_or(Columns::ONE);
+            let key = crate::db::row::key(r)?;
+            let score: i64 = r.try_get("score")?;
             Ok(Standing {
                 position: r.try_get("position")?,
                 rank: r.try_get("rank")?,
                 dense_rank: r.try_get("dense")?,
                 user_id: r.try_get("user_id")?,
-                score: r.try_get("score")?,
-                tie: r.try_get("tie")?,
+                score,
+                scores: columns.several().then(|| columns.values(score, key.rest)),
+                tie: key.tie,
                 version: r.try_get("version")?,
                 metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()),
             })

@@ -1,26 +1,48 @@
-//! One score command from its fields to its outcome: the board's definition (cached), the
-//! command validated against it, applied through the command groups; once more against the
-//! definition read again when the statement says the cached one is not the board's any more.
+//! One score command from its fields to its outcome: the board's definition (cached) and the
+//! definitions of the boards it feeds, the command validated against each, applied through the
+//! command groups, all of it or nothing (`link.rs`); once more against the definitions read
+//! again when a statement says a cached one is not its board's any more.
 
-use super::command::Fields;
+use super::command::{Fields, ScoreCommand};
 use super::definition::Definitions;
 use super::group::CommandGroups;
+use super::link::{Refused, fed_event};
 use crate::db::{Database, StoreError};
 use crate::model::{BoardId, CommandOutcome, ValidationError};
 
-/// Why a command was not applied: a field its board's definition refuses, or the store.
+/// Why a command was not applied: a field its board's definition refuses, the store, or one
+/// of the boards it feeds (then nothing was written on any board either).
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
     #[error(transparent)]
     Invalid(#[from] ValidationError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A board the command's board feeds refused it.
+    #[error("board {board}: {error}")]
+    Fed {
+        board: BoardId,
+        error: Box<SubmitError>,
+    },
 }
 
-/// Validates `fields` against `board`'s definition (from `definitions`, read through `db`) and
-/// applies the command in `groups` exactly once per event id. A definition changed since it
-/// was cached is forgotten, read again, and the command validated against it and applied once
-/// more (it may now be invalid, and is then refused as such).
+impl From<Refused> for SubmitError {
+    fn from(r: Refused) -> Self {
+        match r.board {
+            None => Self::Store(r.error),
+            Some(board) => Self::Fed {
+                board,
+                error: Box::new(Self::Store(r.error)),
+            },
+        }
+    }
+}
+
+/// Validates `fields` against `board`'s definition and each definition of the boards it feeds
+/// (from `definitions`, read through `db`), and applies the command to all of them in `groups`
+/// exactly once per event id. A definition changed since it was cached is forgotten, every
+/// definition read again, and the command validated against them and applied once more (it may
+/// now be invalid, and is then refused as such).
 pub async fn submit(
     groups: &CommandGroups,
     definitions: &Definitions,
@@ -29,15 +51,46 @@ pub async fn submit(
     fields: &Fields<'_>,
     traceparent: Option<String>,
 ) -> Result<CommandOutcome, SubmitError> {
-    let definition = definitions.get(db, board).await?;
-    let command = fields.validate(&definition)?;
-    match groups.apply(command, traceparent.clone()).await {
-        Err(StoreError::DefinitionChanged) => {
+    let set = validated(definitions, db, board, fields).await?;
+    match groups.apply(set, traceparent.clone()).await {
+        Err(Refused {
+            error: StoreError::DefinitionChanged,
+            board: changed,
+        }) => {
             definitions.forget(board);
-            let definition = definitions.get(db, board).await?;
-            let command = fields.validate(&definition)?;
-            Ok(groups.apply(command, traceparent).await?)
+            if let Some(changed) = changed {
+                definitions.forget(&changed);
+            }
+            let set = validated(definitions, db, board, fields).await?;
+            Ok(groups.apply(set, traceparent).await?)
         }
         other => Ok(other?),
     }
+}
+
+/// The command for `board` and each board its definition feeds, in the definition's order,
+/// each validated against its own board's definition.
+async fn validated(
+    definitions: &Definitions,
+    db: &Database,
+    board: &BoardId,
+    fields: &Fields<'_>,
+) -> Result<Vec<ScoreCommand>, SubmitError> {
+    let definition = definitions.get(db, board).await?;
+    let first = fields.validate(&definition)?;
+    let mut set = Vec::with_capacity(1 + definition.feeds.len());
+    for fed in &definition.feeds {
+        let fed_definition = definitions.get(db, fed).await?;
+        let mut cmd = fields
+            .validate(&fed_definition)
+            .map_err(|e| SubmitError::Fed {
+                board: fed.clone(),
+                error: Box::new(e.into()),
+            })?;
+        cmd.source_event = Some(first.event_id);
+        cmd.event_id = fed_event(&first.event_id, fed);
+        set.push(cmd);
+    }
+    set.insert(0, first);
+    Ok(set)
 }

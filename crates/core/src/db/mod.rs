@@ -14,6 +14,7 @@ pub mod outbox;
 pub mod pipeline;
 mod pool;
 pub mod reads;
+pub mod row;
 pub mod source;
 pub mod statement;
 mod status;

@@ -37,7 +37,7 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
     let user: String = row.try_get("user_id")?;
     let score: i64 = row.try_get("absolute_score")?;
     let version: i64 = row.try_get("score_version")?;
-    let tie: i64 = row.try_get("tie")?;
+    let key = super::row::key(row)?;
     let metadata: Option<String> = row.try_get("metadata")?;
     let moderation: Option<String> = row.try_get("moderation")?;
     let change = EntryChange::parse(moderation.as_deref());
@@ -52,7 +52,7 @@ fn claimed(row: &Row) -> Result<Claimed, tokio_postgres::Error> {
             user_id,
             score,
             version,
-            tie,
+            key,
             metadata,
             change,
         }),

@@ -1,6 +1,7 @@
 //! Statements in one transaction, pipelined: BEGIN and every run sent in one round trip, then
-//! COMMIT once each run has answered (ROLLBACK when one failed). What runs together, and what
-//! to do when the transaction fails, is the caller's (the command groups, `board/group.rs`).
+//! COMMIT once each run has answered (ROLLBACK when one failed, or when the caller's decision
+//! on the answers says so). What runs together, and what to do when the transaction fails, is
+//! the caller's (the command groups, `board/group.rs`, and linked boards, `board/link.rs`).
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -17,6 +18,13 @@ use super::{StatementClient, StoreError};
 /// One run of a statement in [`together`]: the statement and its parameters.
 pub type Run<'a, const N: usize> = (&'static Statement<N>, Params<'a, N>);
 
+/// How a transaction whose runs all answered ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Commit,
+    Rollback,
+}
+
 /// Runs `runs` in one transaction on a pooled connection, within the round-trip bound, timed
 /// under `op`, and answers each run's one row in order, or the error that rolled the
 /// transaction back (or, when COMMIT or ROLLBACK itself failed, left its outcome unknown: that
@@ -26,6 +34,19 @@ pub async fn together<const N: usize>(
     op: Op,
     runs: &[Run<'_, N>],
 ) -> Result<Vec<Row>, StoreError> {
+    together_then(db, op, runs, |rows| (Finish::Commit, rows)).await
+}
+
+/// [`together`], with the end of the transaction decided on the runs' rows: `decide` sees
+/// them once every run has answered, before COMMIT is sent, and says whether to commit or to
+/// roll back, with what to answer. No round trip is added: COMMIT waits for the answers
+/// anyway.
+pub async fn together_then<const N: usize, T>(
+    db: &Database,
+    op: Op,
+    runs: &[Run<'_, N>],
+    decide: impl FnOnce(Vec<Row>) -> (Finish, T),
+) -> Result<T, StoreError> {
     let stmts = db.statements();
     let client = db.client().await?;
     let (client, ran) = db
@@ -53,10 +74,16 @@ pub async fn together<const N: usize>(
             });
             let begin = c.pg().batch_execute("BEGIN");
             let rows = pipeline(begin, futures.collect()).await;
-            // COMMIT only after every run answered: a failed run aborted the transaction,
-            // which is then rolled back, explicitly, so the connection goes back clean.
-            let verdict = match rows {
-                Ok(rows) => c.pg().batch_execute("COMMIT").await.map(|()| Ok(rows)),
+            // COMMIT only after every run answered, and the caller agreed: a failed run aborted
+            // the transaction, which is then rolled back, explicitly, so the connection goes
+            // back clean.
+            let verdict = match rows.map(decide) {
+                Ok((Finish::Commit, answer)) => {
+                    c.pg().batch_execute("COMMIT").await.map(|()| Ok(answer))
+                }
+                Ok((Finish::Rollback, answer)) => {
+                    c.pg().batch_execute("ROLLBACK").await.map(|()| Ok(answer))
+                }
                 Err(e) => c.pg().batch_execute("ROLLBACK").await.map(|()| Err(e)),
             };
             // Ok so that `bounded` hands the connection back; what happened is decided below.

@@ -1,7 +1,7 @@
 //! Leaderboard reads from PostgreSQL: the authoritative answer (strong reads, and the fallback
 //! when the projection lags), in exactly the order the projection gives (`model::Order`:
-//! `(score, tie, user_id)`, greater first on descending boards, smaller first on ascending
-//! ones). Each read is one statement (`sql/reads/<read>_<desc|asc>.sql`): the page and the
+//! `(score, col2, col3, tie, user_id)`, greater first on descending boards, smaller first on
+//! ascending ones). Each read is one statement (`sql/reads/<read>_<desc|asc>.sql`): the page and the
 //! counts that rank it (`ranking.rs`) come from one snapshot.
 
 use tokio_postgres::Row as PgRow;
@@ -9,12 +9,13 @@ use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement};
-use crate::model::{BoardId, MemberStanding, UserId};
+use super::row::key;
+use crate::model::{BoardId, Columns, MemberStanding, UserId};
 use crate::model::{Order, Sort};
 use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
 /// A statement for each direction of a board's order: the SQL differs in its comparisons and
-/// `ORDER BY` only, so that each direction reads `user_scores_order` in one direction.
+/// `ORDER BY` only, so that each direction reads `user_scores_visible_rank` in one direction.
 pub struct ByOrder<const N: usize> {
     pub descending: Statement<N>,
     pub ascending: Statement<N>,
@@ -43,31 +44,29 @@ pub static TOP: ByOrder<4> = ByOrder {
     ),
 };
 
-/// Parameters: board, cursor score, tie, user id, limit, dense.
-pub static AFTER: ByOrder<6> = ByOrder {
+/// The parameters of `after_*.sql`.
+const AFTER_TYPES: [Type; 8] = [
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::INT8,
+    Type::BOOL,
+];
+
+/// Parameters: board, cursor score, col2, col3, tie, user id, limit, dense.
+pub static AFTER: ByOrder<8> = ByOrder {
     descending: Statement::new(
         Op::ReadTop,
         include_str!("sql/reads/after_desc.sql"),
-        [
-            Type::TEXT,
-            Type::INT8,
-            Type::INT8,
-            Type::TEXT,
-            Type::INT8,
-            Type::BOOL,
-        ],
+        AFTER_TYPES,
     ),
     ascending: Statement::new(
         Op::ReadTop,
         include_str!("sql/reads/after_asc.sql"),
-        [
-            Type::TEXT,
-            Type::INT8,
-            Type::INT8,
-            Type::TEXT,
-            Type::INT8,
-            Type::BOOL,
-        ],
+        AFTER_TYPES,
     ),
 };
 
@@ -117,7 +116,12 @@ fn count(row: &PgRow, name: &str) -> Result<u64, StoreError> {
 }
 
 /// A page from the rows of a statement with the columns of `top_desc.sql`.
-fn page(rows: &[PgRow], mode: RankMode, limit: Option<u64>) -> Result<Option<Page>, StoreError> {
+fn page(
+    rows: &[PgRow],
+    mode: RankMode,
+    columns: Columns,
+    limit: Option<u64>,
+) -> Result<Option<Page>, StoreError> {
     let Some(first) = rows.first() else {
         return Ok(None);
     };
@@ -138,11 +142,13 @@ fn page(rows: &[PgRow], mode: RankMode, limit: Option<u64>) -> Result<Option<Pag
         page_rows.push(Row {
             user_id,
             score: r.try_get("score")?,
-            tie: r.try_get("tie")?,
+            key: key(r)?,
             metadata: r.try_get("metadata")?,
         });
     }
-    Ok(Some(Page::new(mode, total, bases, page_rows, limit)))
+    Ok(Some(Page::new(
+        mode, total, bases, columns, page_rows, limit,
+    )))
 }
 
 fn dense(mode: RankMode) -> bool {
@@ -169,7 +175,7 @@ pub async fn top(
             ],
         )
         .await?;
-    Ok(page(&rows, mode, Some(limit))?.unwrap_or_else(|| empty(mode)))
+    Ok(page(&rows, mode, order.columns, Some(limit))?.unwrap_or_else(|| empty(mode)))
 }
 
 /// A page of `limit` entries just after `cursor`'s place in the board's order.
@@ -187,14 +193,16 @@ pub async fn after(
             [
                 &board.as_str(),
                 &cursor.score,
-                &cursor.tie,
+                &cursor.key.rest[0],
+                &cursor.key.rest[1],
+                &cursor.key.tie,
                 &cursor.user_id.as_str(),
                 &(limit as i64),
                 &dense(mode),
             ],
         )
         .await?;
-    Ok(page(&rows, mode, Some(limit))?.unwrap_or_else(|| empty(mode)))
+    Ok(page(&rows, mode, order.columns, Some(limit))?.unwrap_or_else(|| empty(mode)))
 }
 
 fn empty(mode: RankMode) -> Page {
@@ -206,6 +214,7 @@ fn empty(mode: RankMode) -> Page {
             competition: 1,
             dense: Some(1),
         },
+        Columns::ONE,
         Vec::new(),
         None,
     )
@@ -232,7 +241,7 @@ pub async fn around(
             ],
         )
         .await?;
-    Ok(page(&rows, mode, None)?.filter(|p| !p.entries.is_empty()))
+    Ok(page(&rows, mode, order.columns, None)?.filter(|p| !p.entries.is_empty()))
 }
 
 async fn standings(
@@ -266,8 +275,10 @@ async fn standings(
                 mode,
                 total,
                 bases,
+                order.columns,
                 user_id,
                 r.try_get("score")?,
+                key(r)?,
                 r.try_get("metadata")?,
             ),
             version: r.try_get("version")?,

@@ -7,7 +7,7 @@ use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
 use super::{Database, Op, Statement};
-use crate::model::BoardId;
+use crate::model::{BoardId, Key};
 
 /// One row of `user_scores`: the intent the projection must show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,8 +15,8 @@ pub struct SourceRow {
     pub user_id: String,
     pub score: i64,
     pub version: i64,
-    /// The member's tie (`model::Order`): 0 on boards whose ties go by user id.
-    pub tie: i64,
+    /// The member's other columns and tie (`model::Key`).
+    pub key: Key,
     /// The entry's metadata as JSON text.
     pub metadata: Option<String>,
 }
@@ -27,7 +27,7 @@ impl SourceRow {
             user_id: r.try_get("user_id")?,
             score: r.try_get("score")?,
             version: r.try_get("version")?,
-            tie: r.try_get("tie")?,
+            key: super::row::key(r)?,
             metadata: r.try_get("metadata")?,
         })
     }

@@ -60,6 +60,40 @@ impl Delta {
     }
 }
 
+/// A command's value as the body carried it: one integer (a board of one column), or one per
+/// column of a board with columns, as an array in the columns' order or an object by name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum Submitted {
+    /// One integer.
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    One(serde_json::Number),
+    /// One integer per column, in the order the board's definition lists them.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<i64>))]
+    List(Vec<serde_json::Number>),
+    /// One integer per column, by the column's name.
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, i64>))]
+    Named(std::collections::BTreeMap<String, serde_json::Number>),
+}
+
+/// One board's outcome of a command that its board fed to it (linked boards).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FedOutcome {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub board: BoardId,
+    pub score: i64,
+    /// On a board with columns: the entry's value in each column, in the definition's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<i64>>,
+    pub version: i64,
+    pub duplicate: bool,
+    pub improved: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
+}
+
 /// What the database made of a command: the score and version that its first application
 /// produced, and whether this arrival was a repeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,7 +105,11 @@ pub struct CommandOutcome {
     pub board: BoardId,
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub user_id: UserId,
+    /// The entry's score (on a board with columns, its first column).
     pub score: i64,
+    /// On a board with columns: the entry's value in each column, in the definition's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<i64>>,
     pub version: i64,
     pub duplicate: bool,
     /// False for a best board's submission that did not beat the standing best (then `score`
@@ -82,6 +120,10 @@ pub struct CommandOutcome {
     /// run's period.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub period: Option<String>,
+    /// On a board that feeds others: each fed board's outcome of the same command, in the
+    /// order the definition lists them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<FedOutcome>,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::ids::{BoardId, EventId, UserId};
+use super::order::Key;
 
 /// One line of a leaderboard answer, the same from both read paths: its rank in the read's
 /// rank mode (`ranking.rs`), in the board's order (`model::Order`).
@@ -11,8 +12,13 @@ use super::ids::{BoardId, EventId, UserId};
 pub struct RankedEntry {
     pub rank: u64,
     pub user_id: String,
+    /// The entry's score: on a board with columns, its first column.
     pub score: i64,
-    /// The share of the board, in percent, whose score this entry's equals or beats (the
+    /// On a board with columns only: the entry's value in each column, in the order the
+    /// definition lists them (the first is `score`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<i64>>,
+    /// The share of the board, in percent, whose tuple this entry's equals or beats (the
     /// leader has 100; tied entries have the same).
     pub percentile: f64,
     /// The entry's metadata, a JSON object stored with its score; absent when it has none.
@@ -40,8 +46,8 @@ pub struct ProjectionEntry {
     pub user_id: UserId,
     pub score: i64,
     pub version: i64,
-    /// The member's tie (`model::Order`): 0 on boards whose ties go by user id.
-    pub tie: i64,
+    /// The member's other columns and tie (`model::Key`): what orders it after its score.
+    pub key: Key,
     /// The member's metadata after the command, as JSON text (None: it has none).
     pub metadata: Option<String>,
     /// What the row asks of the projection (moderation, V6).

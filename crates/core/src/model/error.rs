@@ -33,6 +33,23 @@ pub enum ValidationError {
     ScoreNotInteger,
     #[error("score must be between {min} and {max} on this board")]
     BoardScoreOutOfRange { min: i64, max: i64 },
+    /// A value of a board with columns that is not one integer per column.
+    #[error(
+        "on this board {field} is one integer per column: an array [{}] in this order, or an object of them by name", names.join(", ")
+    )]
+    ColumnsShape {
+        field: &'static str,
+        names: Vec<String>,
+    },
+    #[error("{field}.{column} must be an integer")]
+    ColumnNotInteger { field: &'static str, column: String },
+    #[error("{field}.{column} must be between {min} and {max} on this board")]
+    ColumnOutOfRange {
+        field: &'static str,
+        column: String,
+        min: i64,
+        max: i64,
+    },
     #[error("metadata must be a JSON object")]
     InvalidMetadata,
     #[error("metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")]
@@ -50,6 +67,15 @@ impl ValidationError {
             Self::WrongValueField { .. } => "wrong_value_field",
             Self::ScoreNotInteger => "invalid_score",
             Self::BoardScoreOutOfRange { .. } => "score_out_of_range",
+            Self::ColumnsShape { field: "delta", .. }
+            | Self::ColumnNotInteger {
+                field: "delta", ..
+            } => "invalid_delta",
+            Self::ColumnsShape { .. } | Self::ColumnNotInteger { .. } => "invalid_score",
+            Self::ColumnOutOfRange {
+                field: "delta", ..
+            } => "delta_out_of_range",
+            Self::ColumnOutOfRange { .. } => "score_out_of_range",
             Self::InvalidMetadata => "invalid_metadata",
             Self::MetadataTooLarge => "metadata_too_large",
         }

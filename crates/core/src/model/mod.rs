@@ -11,10 +11,13 @@ mod error;
 mod ids;
 pub mod order;
 
-pub use command::{CommandOutcome, Delta, MAX_ABS_SCORE, MAX_DELTA, MAX_METADATA_BYTES, MIN_DELTA};
+pub use command::{
+    CommandOutcome, Delta, FedOutcome, MAX_ABS_SCORE, MAX_DELTA, MAX_METADATA_BYTES, MIN_DELTA,
+    Submitted,
+};
 pub use entry::{EntryChange, MemberStanding, ProjectionEntry, RankedEntry};
 pub use error::ValidationError;
 pub use ids::{
     BoardId, EventId, MAX_BOARD_ID_LEN, MAX_USER_ID_BYTES, PERIOD_SEPARATOR, UserId, is_period_id,
 };
-pub use order::{Order, Sort, TieBreak};
+pub use order::{Columns, Key, MAX_COLUMNS, Order, Sort, TieBreak};

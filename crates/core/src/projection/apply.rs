@@ -102,7 +102,7 @@ pub async fn apply_batch(
             cmd.arg(e.user_id.as_str())
                 .arg(e.score)
                 .arg(e.version)
-                .arg(member::tie_key(e.tie))
+                .arg(member::key_text(&e.key))
                 .arg(e.metadata.as_deref().unwrap_or(""))
                 .arg(e.change.as_arg());
         }

@@ -3,6 +3,7 @@
 use super::inspect::Observed;
 use super::member;
 use crate::db::source::RecheckedRow;
+use crate::model::Key;
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::metrics::Label;
@@ -17,8 +18,8 @@ pub enum Classification {
     Stale,
     /// Redis holds a newer version than PostgreSQL: a wrong database or a rolled-back source.
     Ahead,
-    /// Same version, different score, tie or metadata; or a stored value that is not a
-    /// version (and tie key).
+    /// Same version, different score, other columns, tie or metadata; or a stored value that
+    /// is not a version (and key).
     Corrupt,
     Current,
     /// Redis holds an older version than PostgreSQL (or none), and the outbox row of the
@@ -30,16 +31,16 @@ pub enum Classification {
 }
 
 /// Missing: either half of the member is absent. Stale / ahead: the versions differ. Corrupt:
-/// same version, another score or another tie (the member is spelt with the wrong tie key:
-/// its place among equal scores is wrong), other metadata (a version is the member's whole
-/// absolute state: the projection writes score, tie and metadata together), or a stored value
-/// that is not one `member::stored` writes. Current: all equal.
+/// same version, another score or another key (the member is spelt with other columns or
+/// another tie: its tuple, or its place among equal tuples, is wrong), other metadata (a
+/// version is the member's whole absolute state: the projection writes score, key and metadata
+/// together), or a stored value that is not one `member::stored` writes. Current: all equal.
 ///
 /// Metadata is compared as the text the projection stores, byte for byte, as `repair.lua`
 /// compares it: both come from PostgreSQL's rendering of the same `jsonb`.
 pub fn classify(
     source_score: i64,
-    source_tie: i64,
+    source_key: Key,
     source_version: i64,
     source_metadata: Option<&str>,
     observed: &Observed,
@@ -48,13 +49,13 @@ pub fn classify(
     match (observed.score, stored) {
         (None, _) | (_, None) => Classification::Missing,
         (_, Some(None)) => Classification::Corrupt,
-        (Some(score), Some(Some((version, tie)))) => {
+        (Some(score), Some(Some((version, key)))) => {
             if version < source_version {
                 Classification::Stale
             } else if version > source_version {
                 Classification::Ahead
             } else if score != source_score as f64
-                || tie != source_tie
+                || key != source_key
                 || observed.metadata.as_deref() != source_metadata
             {
                 Classification::Corrupt
@@ -74,7 +75,7 @@ pub fn verdict(source: &RecheckedRow, seen: &Observed) -> Classification {
     let row = &source.row;
     let class = classify(
         row.score,
-        row.tie,
+        row.key,
         row.version,
         row.metadata.as_deref(),
         seen,
@@ -131,7 +132,7 @@ mod tests {
     }
 
     fn classify(score: i64, version: i64, observed: &Observed) -> Classification {
-        super::classify(score, 0, version, None, observed)
+        super::classify(score, Key::tie(0), version, None, observed)
     }
 
     #[test]
@@ -142,11 +143,31 @@ mod tests {
             version: Some(member::stored(2, tie)),
             metadata: None,
         };
-        assert_eq!(super::classify(10, -5, 2, None, &at(-5)), Current);
-        assert_eq!(super::classify(10, -5, 2, None, &at(-6)), Corrupt);
-        assert_eq!(super::classify(10, -5, 2, None, &at(0)), Corrupt);
-        assert_eq!(super::classify(10, 0, 2, None, &at(-5)), Corrupt);
-        assert_eq!(super::classify(10, -5, 3, None, &at(-6)), Stale);
+        assert_eq!(super::classify(10, Key::tie(-5), 2, None, &at(-5)), Current);
+        assert_eq!(super::classify(10, Key::tie(-5), 2, None, &at(-6)), Corrupt);
+        assert_eq!(super::classify(10, Key::tie(-5), 2, None, &at(0)), Corrupt);
+        assert_eq!(super::classify(10, Key::tie(0), 2, None, &at(-5)), Corrupt);
+        assert_eq!(super::classify(10, Key::tie(-5), 3, None, &at(-6)), Stale);
+    }
+
+    #[test]
+    fn the_other_columns_are_compared_like_the_score() {
+        use Classification::*;
+        let key = |col2, tie| Key {
+            columns: 2,
+            rest: [col2, 0],
+            tie,
+        };
+        let at = |k: Key| Observed {
+            score: Some(10.0),
+            version: Some(member::stored(2, k)),
+            metadata: None,
+        };
+        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(key(-90, 0))), Current);
+        // A tuple edited by hand: another time, same laps and version.
+        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(key(-91, 0))), Corrupt);
+        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(Key::tie(0))), Corrupt);
+        assert_eq!(super::classify(10, key(-90, 0), 3, None, &at(key(-91, 0))), Stale);
     }
 
     #[test]
@@ -158,15 +179,15 @@ mod tests {
             metadata: metadata.map(str::to_owned),
         };
         let red = Some(r#"{"car": "red"}"#);
-        assert_eq!(super::classify(10, 0, 2, red, &with(red)), Current);
+        assert_eq!(super::classify(10, Key::tie(0), 2, red, &with(red)), Current);
         assert_eq!(
-            super::classify(10, 0, 2, red, &with(Some(r#"{"car": "blue"}"#))),
+            super::classify(10, Key::tie(0), 2, red, &with(Some(r#"{"car": "blue"}"#))),
             Corrupt
         );
-        assert_eq!(super::classify(10, 0, 2, red, &with(None)), Corrupt);
-        assert_eq!(super::classify(10, 0, 2, None, &with(red)), Corrupt);
+        assert_eq!(super::classify(10, Key::tie(0), 2, red, &with(None)), Corrupt);
+        assert_eq!(super::classify(10, Key::tie(0), 2, None, &with(red)), Corrupt);
         // A newer source version is the projector's to write, metadata and all.
-        assert_eq!(super::classify(10, 0, 3, None, &with(red)), Stale);
+        assert_eq!(super::classify(10, Key::tie(0), 3, None, &with(red)), Stale);
     }
 
     #[test]

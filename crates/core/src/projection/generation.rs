@@ -100,7 +100,7 @@ impl Build {
     }
 
     /// Writes one chunk of source rows where the new generation holds no newer version (each
-    /// member spelt with its tie, its distinct score and metadata with it), and renews the
+    /// member spelt with its key, its distinct tuple and metadata with it), and renews the
     /// build's seal; answers the rows written. An error when the build's seal is gone
     /// (`LBNOBUILD`: the build was abandoned).
     pub async fn write_chunk<'a>(
@@ -119,7 +119,7 @@ impl Build {
             call.arg(&row.user_id)
                 .arg(row.score)
                 .arg(row.version)
-                .arg(member::tie_key(row.tie))
+                .arg(member::key_text(&row.key))
                 .arg(row.metadata.as_deref().unwrap_or(""));
         }
         Ok(call.invoke_async::<i64>(&mut self.conn).await?)

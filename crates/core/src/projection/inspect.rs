@@ -10,11 +10,11 @@ use super::member;
 use super::read::{Seal, seal, with_seal};
 use super::scripts::{OBSERVE, REMOVE_ORPHAN, REPAIR, evalsha, send_pipeline};
 use super::{ReadModelError, Store};
-use crate::model::BoardId;
+use crate::model::{BoardId, Key};
 
 /// What Redis holds for a member: its entry in the version hash (as stored: it may not be
-/// one `member::stored` writes), the score of the member that entry names (its tie key
-/// spells the member, `member.rs`) and its entry in the metadata hash (`:x`, JSON text as the
+/// one `member::stored` writes), the score of the member that entry names (its key spells the
+/// member, `member.rs`) and its entry in the metadata hash (`:x`, JSON text as the
 /// projection wrote it), each possibly absent.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Observed {
@@ -24,8 +24,8 @@ pub struct Observed {
 }
 
 impl Observed {
-    /// The version and tie the stored value holds; None when absent or unreadable.
-    pub fn stored(&self) -> Option<(i64, i64)> {
+    /// The version and key the stored value holds; None when absent or unreadable.
+    pub fn stored(&self) -> Option<(i64, Key)> {
         self.version.as_deref().and_then(member::parse_stored)
     }
 }
@@ -120,7 +120,8 @@ pub struct Repair<'a> {
     pub user: &'a str,
     pub score: i64,
     pub version: i64,
-    pub tie: i64,
+    /// The member's other columns and tie.
+    pub key: Key,
     pub metadata: Option<&'a str>,
     /// `None`: never over a newer stored version. `Some(v)`: overwrite the stored version,
     /// but only while it is still `v` (a member ahead of its source).
@@ -150,7 +151,7 @@ pub async fn repair(
             .arg(r.version)
             .arg(mode)
             .arg(expected)
-            .arg(member::tie_key(r.tie))
+            .arg(member::key_text(&r.key))
             .arg(r.metadata.unwrap_or(""));
     }
     let mut conn = store.connection().await?;
@@ -222,7 +223,7 @@ type MembersReply = (
 /// Every member of the board as Redis holds it, by user id (members decoded with
 /// `member::user_of`; a member that does not decode is kept under its raw spelling), each half
 /// as stored (a member in one half only has the other `None`; the score is the one of the
-/// member spelt with the user's stored tie, or of its only spelling; a metadata entry with
+/// member spelt with the user's stored key, or of its only spelling; a metadata entry with
 /// neither half is a member of its own), and the board's seal,
 /// read in one MULTI/EXEC so that no rebuild's switch or projector write falls between them:
 /// the seal says whether these very keys are whole. For tests and the chaos check (it reads
@@ -249,14 +250,14 @@ pub async fn board_members(
         .await?;
     let mut members: BTreeMap<String, Observed> = BTreeMap::new();
     for (spelt, score) in scores {
-        let (user, tie) = match member::user_of(&spelt) {
-            Some((user, tie)) => (user.to_owned(), tie),
-            None => (spelt.clone(), 0),
+        let (user, key) = match member::user_of(&spelt) {
+            Some((user, key)) => (user.to_owned(), key),
+            None => (spelt.clone(), Key::tie(0)),
         };
         let named = versions
             .get(&user)
             .and_then(|v| member::parse_stored(v))
-            .is_some_and(|(_, stored_tie)| stored_tie == tie);
+            .is_some_and(|(_, stored_key)| stored_key == key);
         let entry = members.entry(user.clone()).or_default();
         // The spelling the versions hash names wins over a stray one.
         if entry.score.is_none() || named {

@@ -1,8 +1,9 @@
 //! Leaderboard reads from the Redis projection, each one call of `lua/read.lua`: one round
 //! trip, one snapshot. Members are spelt so that Redis's order of `(score, member)` is the
-//! board's order of `(score, tie, user_id)` (`member.rs`): descending boards read with
-//! `ZRANGE … REV` / `ZREVRANK`, ascending ones with `ZRANGE` / `ZRANK`; competition and dense
-//! ranks are `ZCOUNT`s of `:z` and `:d` (the distinct scores); `ranking.rs` turns them into the
+//! board's order of `(score, col2, col3, tie, user_id)` (`member.rs`): descending boards read
+//! with `ZRANGE … REV` / `ZREVRANK`, ascending ones with `ZRANGE` / `ZRANK`; competition and
+//! dense ranks are `ZCOUNT`s of `:z` and `:d` (the distinct tuples), and on a board with columns
+//! also a binary search of the block of equal scores by tuple; `ranking.rs` turns them into the
 //! answer exactly as it does for the database path.
 //!
 //! Every read also reads the board's seal (`keys.rs`) in the same script, so an answer comes
@@ -16,7 +17,7 @@ use super::keys::KeyLayout;
 use super::member;
 use super::scripts::READ;
 use super::{ReadModelError, Store};
-use crate::model::{BoardId, MemberStanding, UserId};
+use crate::model::{BoardId, Columns, Key, MemberStanding, UserId};
 use crate::model::{Order, Sort};
 use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};
 
@@ -192,6 +193,7 @@ async fn page(
     store: &Store,
     call: redis::ScriptInvocation<'_>,
     mode: RankMode,
+    columns: Columns,
     limit: Option<u64>,
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut conn = store.read_connection().await?;
@@ -210,11 +212,11 @@ async fn page(
         };
         // A member that does not decode was written by hand (the reconciler removes it);
         // shown as it is, like any other member the seal does not vouch for.
-        let (user_id, tie) = member::user_of(m).unwrap_or((m.as_str(), 0));
+        let (user_id, key) = member::user_of(m).unwrap_or((m.as_str(), Key::tie(0)));
         rows.push(Row {
             user_id: user_id.to_owned(),
             score: score_of(score)?,
-            tie,
+            key,
             metadata: meta.next().flatten(),
         });
     }
@@ -224,7 +226,7 @@ async fn page(
         dense: (mode == RankMode::Dense).then_some(dense_better + 1),
     };
     Ok(Sealed {
-        value: Some(Page::new(mode, total, bases, rows, limit)),
+        value: Some(Page::new(mode, total, bases, columns, rows, limit)),
         seal,
     })
 }
@@ -240,7 +242,7 @@ pub async fn top(
 ) -> Result<Sealed<Page>, ReadModelError> {
     let mut call = invocation(store, board, order, "offset", mode);
     call.arg(limit).arg(offset);
-    let p = page(store, call, mode, Some(limit)).await?;
+    let p = page(store, call, mode, order.columns, Some(limit)).await?;
     Ok(Sealed {
         value: p.value.unwrap_or_else(|| empty(mode)),
         seal: p.seal,
@@ -261,8 +263,8 @@ pub async fn after(
     let mut call = invocation(store, board, order, "after", mode);
     call.arg(limit)
         .arg(cursor.score)
-        .arg(member::member(&cursor.user_id, cursor.tie));
-    let p = page(store, call, mode, Some(limit)).await?;
+        .arg(member::member(&cursor.user_id, cursor.key));
+    let p = page(store, call, mode, order.columns, Some(limit)).await?;
     Ok(Sealed {
         value: p.value.unwrap_or_else(|| empty(mode)),
         seal: p.seal,
@@ -275,7 +277,7 @@ fn empty(mode: RankMode) -> Page {
         competition: 1,
         dense: Some(1),
     };
-    Page::new(mode, 0, top, Vec::new(), None)
+    Page::new(mode, 0, top, Columns::ONE, Vec::new(), None)
 }
 
 /// The member and up to `radius` entries on each side, as one snapshot; None for a member not
@@ -290,7 +292,7 @@ pub async fn around(
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut call = invocation(store, board, order, "around", mode);
     call.arg(radius).arg(user.as_str());
-    page(store, call, mode, None).await
+    page(store, call, mode, order.columns, None).await
 }
 
 /// One user's reply of the `users` read: score, stored `:v` value, position, better,
@@ -329,11 +331,12 @@ pub async fn users(
             competition: better.unwrap_or(0) + 1,
             dense: (mode == RankMode::Dense).then(|| dense_better.unwrap_or(0) + 1),
         };
-        // A score without a parsable version (the version hash lost or edited) shows 0.
-        let version = stored
+        // A score without a parsable version (the version hash lost or edited) shows 0, and
+        // its other columns as 0 (the seal says the board is not whole then).
+        let (version, key) = stored
             .as_deref()
             .and_then(member::parse_stored)
-            .map_or(0, |(v, _)| v);
+            .unwrap_or((0, Key::tie(0)));
         found.push((
             bases.ordinal,
             MemberStanding {
@@ -341,8 +344,10 @@ pub async fn users(
                     mode,
                     total,
                     bases,
+                    order.columns,
                     user.as_str().to_owned(),
                     score_of(&score)?,
+                    key,
                     meta,
                 ),
                 version,

@@ -14,10 +14,7 @@ use ledgerboard_harness::RedisCluster;
 use std::time::Duration;
 
 /// The boards here are undeclared: descending, ties by user id.
-const ORDER: Order = Order {
-    sort: Sort::Descending,
-    tie_break: TieBreak::UserId,
-};
+const ORDER: Order = Order::of(Sort::Descending, TieBreak::UserId);
 
 const BOARDS: usize = 40;
 
@@ -31,7 +28,7 @@ fn entries(version: i64) -> Vec<ProjectionEntry> {
                 user_id: UserId::parse(&format!("u{u}")).expect("user"),
                 score: 100 * version + u,
                 version,
-                tie: 0,
+                key: Default::default(),
                 metadata: None,
                 change: Default::default(),
             })

@@ -73,7 +73,7 @@ async fn as_one_group(
     let tx = env.hold_row("g", "blocker").await;
     let busy = tokio::spawn({
         let groups = groups.clone();
-        async move { groups.apply(add(blocker, "g", "blocker", 1), None).await }
+        async move { groups.apply(vec![add(blocker, "g", "blocker", 1)], None).await }
     });
     // The worker has taken the blocker once nothing is queued.
     wait_until(Duration::from_secs(10), || async { groups.queued() == 0 })
@@ -84,7 +84,7 @@ async fn as_one_group(
     let mut handles = Vec::new();
     for cmd in commands {
         let mine = groups.clone();
-        handles.push(tokio::spawn(async move { mine.apply(cmd, None).await }));
+        handles.push(tokio::spawn(async move { mine.apply(vec![cmd], None).await }));
         // One after another, so that the queue keeps their order.
         wait_until(Duration::from_secs(10), || async {
             groups.queued() == handles.len()
@@ -97,7 +97,7 @@ async fn as_one_group(
     busy.await.expect("blocker").expect("blocker applied");
     let mut out = Vec::new();
     for h in handles {
-        out.push(h.await.expect("command task"));
+        out.push(h.await.expect("command task").map_err(|r| r.error));
     }
     out
 }
@@ -266,7 +266,7 @@ async fn many_clients_on_shared_users_and_new_members_add_up_without_deadlocks()
                 let delta = ((c * 31 + i) % 21) as i64 - 5;
                 let event = Uuid::new_v4();
                 let out = groups
-                    .apply(add(event, board, &user, delta), None)
+                    .apply(vec![add(event, board, &user, delta)], None)
                     .await
                     .expect("applied");
                 assert!(!out.duplicate);

@@ -7,6 +7,7 @@ use ledgerboard_core::board::definition::BoardDefinition;
 use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::model::{CommandOutcome, ValidationError};
+use ledgerboard_core::model::Submitted;
 use serde_json::{Number, Value, json};
 use uuid::Uuid;
 
@@ -55,7 +56,7 @@ impl Env {
         metadata: Option<Value>,
     ) -> Result<CommandOutcome, String> {
         let def = self.definition(board).await;
-        let n = Number::from(value);
+        let n = Submitted::One(Number::from(value));
         let (score, delta) = if field == "score" {
             (Some(&n), None)
         } else {
@@ -342,7 +343,7 @@ async fn a_command_validated_against_an_old_revision_is_refused_and_writes_nothi
         )
         .await
         .expect("update");
-    let n = Number::from(80);
+    let n = Submitted::One(Number::from(80));
     let cmd = board::command(
         &def,
         &Uuid::new_v4().to_string(),
@@ -382,7 +383,7 @@ async fn concurrent_best_submissions_keep_the_best_of_all() {
         let db = env.db.clone();
         let def = env.definition("race").await;
         tasks.push(tokio::spawn(async move {
-            let n = Number::from((i * 37) % 101);
+            let n = Submitted::One(Number::from((i * 37) % 101));
             let cmd = board::command(
                 &def,
                 &Uuid::new_v4().to_string(),

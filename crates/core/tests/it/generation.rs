@@ -31,7 +31,7 @@ fn row(user: &str, score: i64, version: i64, tie: i64, metadata: Option<&str>) -
         user_id: user.to_owned(),
         score,
         version,
-        tie,
+        key: tie.into(),
         metadata: metadata.map(str::to_owned),
     }
 }
@@ -105,8 +105,8 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
         .iter()
         .filter(|r| r.user_id != "u-newer" && r.user_id != "u-hidden")
     {
-        scores.insert(member::member(&r.user_id, r.tie), r.score as f64);
-        versions.insert(r.user_id.clone(), member::stored(r.version, r.tie));
+        scores.insert(member::member(&r.user_id, r.key), r.score as f64);
+        versions.insert(r.user_id.clone(), member::stored(r.version, r.key));
         if let Some(m) = &r.metadata {
             metadata.insert(r.user_id.clone(), m.clone());
         }
@@ -140,7 +140,7 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
     assert_eq!(observed.len(), rows.len());
     for (r, seen) in rows.iter().zip(&observed) {
         let user = r.user_id.as_str();
-        let expected_score = scores.get(&member::member(user, r.tie)).copied();
+        let expected_score = scores.get(&member::member(user, r.key)).copied();
         assert_eq!(
             seen.version.as_deref(),
             versions.get(user).map(String::as_str),

@@ -14,6 +14,7 @@ use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_testkit::TestDb;
 
 use crate::common::{Env, env, lock_waits};
+use ledgerboard_core::model::Submitted;
 use serde_json::Number;
 use uuid::Uuid;
 
@@ -25,7 +26,7 @@ async fn add(db: &Database, delta: i64) -> (i64, i64) {
     let def = board::definition::get(db, &board)
         .await
         .expect("definition");
-    let n = Number::from(delta);
+    let n = Submitted::One(Number::from(delta));
     let cmd = board::command(
         &def,
         &Uuid::new_v4().to_string(),

@@ -18,6 +18,7 @@ use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::model::{BoardId, CommandOutcome};
 use ledgerboard_testkit::wait_until;
+use ledgerboard_core::model::Submitted;
 use serde_json::Number;
 use uuid::Uuid;
 
@@ -83,7 +84,7 @@ impl Env {
 
 async fn add(db: &Database, name: &str, user: &str, delta: i64) -> CommandOutcome {
     let def = definition::get(db, &board(name)).await.expect("definition");
-    let delta = Number::from(delta);
+    let delta = Submitted::One(Number::from(delta));
     let cmd = board::command(
         &def,
         &Uuid::new_v4().to_string(),
@@ -128,7 +129,7 @@ fn period_id(secs: i64) -> String {
 /// A `best` board's command of `score` for `user`, validated against the board's definition.
 async fn best(db: &Database, name: &str, user: &str, score: i64) -> CommandOutcome {
     let def = definition::get(db, &board(name)).await.expect("definition");
-    let score = Number::from(score);
+    let score = Submitted::One(Number::from(score));
     let cmd = board::command(
         &def,
         &Uuid::new_v4().to_string(),

@@ -12,6 +12,7 @@ use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::model::{BoardId, UserId};
 use ledgerboard_testkit::wait_until;
+use ledgerboard_core::model::Submitted;
 use serde_json::Number;
 use uuid::Uuid;
 
@@ -40,7 +41,7 @@ impl Env {
     /// One add command on the cup; the period it landed in.
     async fn add_to_cup(&self, name: &str, delta: i64) -> String {
         let def = definition::get(&self.db, &cup()).await.expect("definition");
-        let delta = Number::from(delta);
+        let delta = Submitted::One(Number::from(delta));
         let cmd = board::command(
             &def,
             &Uuid::new_v4().to_string(),

@@ -213,7 +213,7 @@ async fn a_row_refused_at_corrupt_keys_asks_for_the_boards_rebuild() {
         user_id: UserId::parse(user).expect("user"),
         score: 10 * version,
         version,
-        tie: 0,
+        key: Default::default(),
         metadata: None,
         change: Default::default(),
     };

@@ -25,7 +25,7 @@ fn entry(id: i64, board: &str, user: &str, score: i64, version: i64) -> Projecti
         user_id: UserId::parse(user).expect("user"),
         score,
         version,
-        tie: 0,
+        key: Default::default(),
         metadata: None,
         change: Default::default(),
     }

@@ -43,7 +43,7 @@ async fn add(env: &TestEnv, b: &str, u: &str, delta: i64) -> (i64, i64) {
     let def = board::definition::get(&db, &board(b))
         .await
         .expect("definition");
-    let delta = serde_json::Number::from(delta);
+    let delta = ledgerboard_core::model::Submitted::One(serde_json::Number::from(delta));
     let cmd = board::command(
         &def,
         &Uuid::new_v4().to_string(),

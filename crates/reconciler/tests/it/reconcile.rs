@@ -360,10 +360,7 @@ async fn rebuilds_never_show_a_reader_an_older_version() {
         })
         .collect();
     let reads = Arc::new(AtomicU64::new(0));
-    let order = Order {
-        sort: Sort::Descending,
-        tie_break: TieBreak::UserId,
-    };
+    let order = Order::of(Sort::Descending, TieBreak::UserId);
     let readers: Vec<_> = (0..4_u64)
         .map(|r| {
             let (store, stop, board, reads) =

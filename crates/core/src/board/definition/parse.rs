@@ -2,10 +2,13 @@
 //! flags), the names as sent, and why a declaration is refused before anything is written.
 
 use super::types::{
-    BoardDefinition, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Reset, Sort, TieBreak,
+    BoardDefinition, Column, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Reset, Sort, TieBreak,
 };
 use crate::board::operator::{Operator, Value};
-use crate::model::{BoardId, MAX_ABS_SCORE};
+use crate::model::{BoardId, MAX_ABS_SCORE, MAX_COLUMNS};
+
+/// Most boards one board feeds (a command then writes at most 8 entries).
+pub const MAX_FEEDS: usize = 7;
 
 /// Why a declaration was refused before anything was written. `code()` is the stable name the
 /// api puts in its error body (422).
@@ -39,6 +42,22 @@ pub enum DefinitionError {
     Reset,
     #[error("time_zone must be an IANA time zone name PostgreSQL knows (such as Europe/Paris)")]
     TimeZone,
+    #[error(
+        "columns must list 1 to {MAX_COLUMNS} columns, each {{\"name\", \"order\": descending|ascending, \"min\"?, \"max\"?}} with a distinct name of 1 to 32 characters of a-z, 0-9 and _ starting with a letter"
+    )]
+    Columns,
+    #[error(
+        "column {0}: min and max must be integers within ±{MAX_ABS_SCORE} (2^53 - 1, where a Redis score is exact), min <= max"
+    )]
+    ColumnBounds(String),
+    #[error(
+        "a board with columns states its first column's order and bounds in columns, not in sort, min_score and max_score"
+    )]
+    ColumnsAndScore,
+    #[error(
+        "feeds must list at most {MAX_FEEDS} distinct board ids (no period, not the board itself)"
+    )]
+    Feeds,
 }
 
 impl DefinitionError {
@@ -53,6 +72,10 @@ impl DefinitionError {
             Self::DisplayName => "invalid_display_name",
             Self::Reset => "invalid_reset",
             Self::TimeZone => "invalid_time_zone",
+            Self::Columns => "invalid_columns",
+            Self::ColumnBounds(_) => "invalid_column_bounds",
+            Self::ColumnsAndScore => "columns_and_score",
+            Self::Feeds => "invalid_feeds",
         }
     }
 }
@@ -74,6 +97,39 @@ pub struct Declaration {
     pub max_delta: Option<i64>,
     pub reset: Option<Reset>,
     pub time_zone: Option<String>,
+    /// The board's columns (an empty list: one column, the score).
+    pub columns: Option<Vec<Column>>,
+    /// The boards it feeds (an empty list: none).
+    pub feeds: Option<Vec<BoardId>>,
+}
+
+/// A column as `lbctl --column` and the console's form spell it: `name:order` or
+/// `name:order:min:max` (`laps:descending`, `time_ms:ascending:1:3600000`; `desc` and `asc`
+/// too).
+pub fn parse_column(raw: &str) -> Result<Column, DefinitionError> {
+    let parts: Vec<&str> = raw.trim().split(':').map(str::trim).collect();
+    let order = |o: &str| match o {
+        "desc" => Some(Sort::Descending),
+        "asc" => Some(Sort::Ascending),
+        other => Sort::parse(other),
+    };
+    let (name, order, min, max) = match parts[..] {
+        [name, o] => (name, order(o), -MAX_ABS_SCORE, MAX_ABS_SCORE),
+        [name, o, min, max] => {
+            let bound = |b: &str| {
+                b.parse::<i64>()
+                    .map_err(|_| DefinitionError::ColumnBounds(name.to_owned()))
+            };
+            (name, order(o), bound(min)?, bound(max)?)
+        }
+        _ => return Err(DefinitionError::Columns),
+    };
+    Ok(Column {
+        name: name.to_owned(),
+        order: order.ok_or(DefinitionError::Columns)?,
+        min,
+        max,
+    })
 }
 
 /// A reset as sent.
@@ -104,10 +160,36 @@ impl Declaration {
             return Err(DefinitionError::DisplayName);
         }
         let exact = |v: i64| (-MAX_ABS_SCORE..=MAX_ABS_SCORE).contains(&v);
-        let min_score = self.min_score.unwrap_or(-MAX_ABS_SCORE);
-        let max_score = self.max_score.unwrap_or(MAX_ABS_SCORE);
+        let columns = self.columns.clone().unwrap_or_default();
+        check_columns(&columns)?;
+        // With columns, the first column is the score: its order and bounds are the board's
+        // sort and score bounds, which may be stated again only as the same.
+        let (sort, min_score, max_score) = match columns.first() {
+            None => (
+                self.sort.unwrap_or(Sort::Descending),
+                self.min_score.unwrap_or(-MAX_ABS_SCORE),
+                self.max_score.unwrap_or(MAX_ABS_SCORE),
+            ),
+            Some(first) => {
+                if self.sort.is_some_and(|s| s != first.order)
+                    || self.min_score.is_some_and(|m| m != first.min)
+                    || self.max_score.is_some_and(|m| m != first.max)
+                {
+                    return Err(DefinitionError::ColumnsAndScore);
+                }
+                (first.order, first.min, first.max)
+            }
+        };
         if !exact(min_score) || !exact(max_score) || min_score > max_score {
             return Err(DefinitionError::ScoreBounds);
+        }
+        let feeds = self.feeds.clone().unwrap_or_default();
+        let distinct: std::collections::HashSet<&BoardId> = feeds.iter().collect();
+        if feeds.len() > MAX_FEEDS
+            || distinct.len() != feeds.len()
+            || feeds.iter().any(|f| *f == board || f.period().is_some())
+        {
+            return Err(DefinitionError::Feeds);
         }
         let (min_delta, max_delta) = operator.delta_bounds(self.min_delta, self.max_delta)?;
         let time_zone = self
@@ -130,12 +212,14 @@ impl Declaration {
             operator,
             reset: self.reset.clone().unwrap_or(Reset::Never),
             time_zone,
-            sort: self.sort.unwrap_or(Sort::Descending),
+            sort,
             tie_break: self.tie_break.unwrap_or(TieBreak::UserId),
             min_score,
             max_score,
             min_delta,
             max_delta,
+            columns,
+            feeds,
             revision: 0,
             declared: true,
         })
@@ -147,6 +231,18 @@ impl Declaration {
     pub fn over(&self, current: &BoardDefinition) -> Declaration {
         let operator = self.operator.unwrap_or(current.operator);
         let keeps_deltas = operator.value() == Value::Delta;
+        let columns = self.columns.clone().unwrap_or_else(|| current.columns.clone());
+        // A board with columns keeps its order and score bounds in them: only what this
+        // declaration states of sort, min_score and max_score is checked against them.
+        let (sort, min_score, max_score) = if columns.is_empty() {
+            (
+                Some(self.sort.unwrap_or(current.sort)),
+                Some(self.min_score.unwrap_or(current.min_score)),
+                Some(self.max_score.unwrap_or(current.max_score)),
+            )
+        } else {
+            (self.sort, self.min_score, self.max_score)
+        };
         Declaration {
             display_name: Some(
                 self.display_name
@@ -154,10 +250,10 @@ impl Declaration {
                     .unwrap_or_else(|| current.display_name.clone()),
             ),
             operator: Some(operator),
-            sort: Some(self.sort.unwrap_or(current.sort)),
+            sort,
             tie_break: Some(self.tie_break.unwrap_or(current.tie_break)),
-            min_score: Some(self.min_score.unwrap_or(current.min_score)),
-            max_score: Some(self.max_score.unwrap_or(current.max_score)),
+            min_score,
+            max_score,
             min_delta: self
                 .min_delta
                 .or(current.min_delta.filter(|_| keeps_deltas)),
@@ -170,8 +266,31 @@ impl Declaration {
                     .clone()
                     .unwrap_or_else(|| current.time_zone.clone()),
             ),
+            columns: Some(columns),
+            feeds: Some(self.feeds.clone().unwrap_or_else(|| current.feeds.clone())),
         }
     }
+}
+
+/// 0 or 1 to [`MAX_COLUMNS`] columns with distinct well-formed names and exact bounds.
+fn check_columns(columns: &[Column]) -> Result<(), DefinitionError> {
+    if columns.len() > MAX_COLUMNS {
+        return Err(DefinitionError::Columns);
+    }
+    let exact = |v: i64| (-MAX_ABS_SCORE..=MAX_ABS_SCORE).contains(&v);
+    for (i, c) in columns.iter().enumerate() {
+        let mut bytes = c.name.bytes();
+        let well_formed = c.name.len() <= 32
+            && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !well_formed || columns[..i].iter().any(|o| o.name == c.name) {
+            return Err(DefinitionError::Columns);
+        }
+        if !exact(c.min) || !exact(c.max) || c.min > c.max {
+            return Err(DefinitionError::ColumnBounds(c.name.clone()));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -273,6 +392,138 @@ mod tests {
         );
         assert_eq!(parse_sort("up"), Err(DefinitionError::Sort));
         assert_eq!(parse_tie_break("earliest"), Ok(TieBreak::Earliest));
+    }
+
+    fn column(name: &str, order: Sort) -> Column {
+        Column {
+            name: name.into(),
+            order,
+            min: 0,
+            max: 1_000_000,
+        }
+    }
+
+    #[test]
+    fn columns_are_checked_and_the_first_is_the_score() {
+        let racing = Declaration {
+            operator: Some(Operator::Best),
+            columns: Some(vec![
+                column("laps", Sort::Descending),
+                column("time_ms", Sort::Ascending),
+            ]),
+            ..Declaration::default()
+        };
+        let def = racing.definition(board()).expect("valid");
+        assert_eq!((def.sort, def.min_score, def.max_score), (Sort::Descending, 0, 1_000_000));
+        assert_eq!(def.column_count(), 2);
+        assert_eq!(def.column_bounds(1), (0, 1_000_000));
+        assert_eq!(def.column_name(1), "time_ms");
+        assert_eq!(def.order().columns.key(1, 5), -5);
+        let with = |f: fn(&mut Declaration)| {
+            let mut d = racing.clone();
+            f(&mut d);
+            d.definition(board()).map(|_| ())
+        };
+        assert_eq!(with(|d| d.sort = Some(Sort::Descending)), Ok(()));
+        assert_eq!(
+            with(|d| d.sort = Some(Sort::Ascending)),
+            Err(DefinitionError::ColumnsAndScore)
+        );
+        assert_eq!(
+            with(|d| d.max_score = Some(5)),
+            Err(DefinitionError::ColumnsAndScore)
+        );
+        for bad in ["", "Laps", "1st", "a-b", &"x".repeat(33)] {
+            let mut d = racing.clone();
+            d.columns.as_mut().expect("columns")[1].name = bad.into();
+            assert_eq!(d.definition(board()), Err(DefinitionError::Columns), "{bad:?}");
+        }
+        assert_eq!(
+            with(|d| d.columns.as_mut().expect("columns")[1].name = "laps".into()),
+            Err(DefinitionError::Columns)
+        );
+        assert_eq!(
+            with(|d| d.columns = Some(vec![column("a", Sort::Ascending); 4])),
+            Err(DefinitionError::Columns)
+        );
+        assert_eq!(
+            with(|d| d.columns.as_mut().expect("columns")[1].max = MAX_ABS_SCORE + 1),
+            Err(DefinitionError::ColumnBounds("time_ms".into()))
+        );
+        assert_eq!(
+            with(|d| d.columns.as_mut().expect("columns")[1].min = 2_000_000),
+            Err(DefinitionError::ColumnBounds("time_ms".into()))
+        );
+        // An amendment keeps the columns, and may not restate the score outside them.
+        let renamed = Declaration {
+            display_name: Some("Racing".into()),
+            ..Declaration::default()
+        }
+        .over(&def)
+        .definition(board())
+        .expect("valid");
+        assert_eq!(renamed.columns, def.columns);
+        assert_eq!(
+            Declaration {
+                min_score: Some(-1),
+                ..Declaration::default()
+            }
+            .over(&def)
+            .definition(board()),
+            Err(DefinitionError::ColumnsAndScore)
+        );
+        // An empty list is a board of one column again.
+        let plain = Declaration {
+            columns: Some(Vec::new()),
+            ..Declaration::default()
+        }
+        .over(&def)
+        .definition(board())
+        .expect("valid");
+        assert!(plain.columns.is_empty());
+    }
+
+    #[test]
+    fn a_column_is_spelt_name_order_and_bounds() {
+        assert_eq!(
+            parse_column("time_ms:asc:1:3600000"),
+            Ok(Column {
+                name: "time_ms".into(),
+                order: Sort::Ascending,
+                min: 1,
+                max: 3_600_000
+            })
+        );
+        assert_eq!(
+            parse_column(" laps : descending ").map(|c| (c.order, c.min)),
+            Ok((Sort::Descending, -MAX_ABS_SCORE))
+        );
+        assert_eq!(parse_column("laps"), Err(DefinitionError::Columns));
+        assert_eq!(parse_column("laps:up"), Err(DefinitionError::Columns));
+        assert_eq!(
+            parse_column("laps:desc:0:x"),
+            Err(DefinitionError::ColumnBounds("laps".into()))
+        );
+    }
+
+    #[test]
+    fn feeds_are_distinct_plain_board_ids_other_than_the_board() {
+        let id = |s: &str| BoardId::parse(s).expect("board");
+        let feeding = |feeds: Vec<BoardId>| {
+            Declaration {
+                feeds: Some(feeds),
+                ..add()
+            }
+            .definition(board())
+            .map(|d| d.feeds.len())
+        };
+        assert_eq!(feeding(vec![id("daily"), id("monthly")]), Ok(2));
+        assert_eq!(feeding(vec![id("daily"), id("daily")]), Err(DefinitionError::Feeds));
+        assert_eq!(feeding(vec![board()]), Err(DefinitionError::Feeds));
+        assert_eq!(
+            feeding((0..8).map(|i| id(&format!("b{i}"))).collect()),
+            Err(DefinitionError::Feeds)
+        );
     }
 
     #[test]

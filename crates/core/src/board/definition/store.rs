@@ -14,7 +14,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use super::parse::{Declaration, DefinitionError};
-use super::types::{BoardDefinition, Reset, Sort, TieBreak};
+use super::types::{BoardDefinition, Column, Reset, Sort, TieBreak};
 use crate::board::operator::Operator;
 use crate::board::schedule;
 use crate::db::{Database, Op, Statement, StoreError, commit};
@@ -51,6 +51,16 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
     let sort = text("sort")?;
     let tie_break = text("tie_break")?;
     let reset = text("reset")?;
+    let columns = match row.try_get::<_, Option<String>>("columns")? {
+        None => Vec::new(),
+        Some(json) => serde_json::from_str::<Vec<Column>>(&json)
+            .map_err(|_| unknown("columns", &json))?,
+    };
+    let feeds = row
+        .try_get::<_, Vec<String>>("feeds")?
+        .iter()
+        .map(|f| BoardId::parse(f).map_err(|_| unknown("fed board", f)))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(BoardDefinition {
         reset: Reset::parse(&reset).ok_or_else(|| unknown("reset", &reset))?,
         time_zone: text("time_zone")?,
@@ -62,6 +72,8 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
         max_score: row.try_get("max_score")?,
         min_delta: row.try_get("min_delta")?,
         max_delta: row.try_get("max_delta")?,
+        columns,
+        feeds,
         revision: row.try_get("revision")?,
         declared: true,
         board,
@@ -96,6 +108,20 @@ pub enum DefineError {
         reset: String,
         time_zone: String,
     },
+    /// A board it would feed is not declared (api: 422).
+    #[error("{} not declared: declare a board before another feeds it", names(.0))]
+    FeedsUnknown(Vec<String>),
+    /// A board it would feed, or one that feeds it, ranks by other columns (api: 422).
+    #[error(
+        "{} rank by other columns (names and orders) than {board}: linked boards share their columns", names(.others)
+    )]
+    FeedsColumns { board: BoardId, others: Vec<String> },
+    /// The links would chain or loop: a board it would feed feeds others, or it is fed and
+    /// would feed (api: 422).
+    #[error(
+        "{0}: a board that is fed feeds no other board (so a command reaches at most 8 boards and no link can loop)"
+    )]
+    FeedsLoop(String),
     /// [`Expect::Undeclared`], and the board is declared.
     #[error("board {0} is already declared (change it with update)")]
     AlreadyDeclared(BoardId),
@@ -104,6 +130,15 @@ pub enum DefineError {
     Changed(BoardId),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// `a`, or `a, b and c`, with the verb's number.
+fn names(boards: &[String]) -> String {
+    match boards {
+        [one] => format!("board {one} is"),
+        [init @ .., last] => format!("boards {} and {last} are", init.join(", ")),
+        [] => "no board is".to_owned(),
+    }
 }
 
 impl From<tokio_postgres::Error> for DefineError {
@@ -139,8 +174,8 @@ pub static LOCK_ENTRIES: Statement<0> = Statement::new(
 );
 
 /// Parameters: board, display name, operator, sort, tie break, min and max score, min and max
-/// delta, the revision read, reset, time zone.
-pub static DEFINE: Statement<12> = Statement::new(
+/// delta, the revision read, reset, time zone, columns (JSON text), feeds.
+pub static DEFINE: Statement<14> = Statement::new(
     Op::BoardDefine,
     include_str!("../sql/definition_define.sql"),
     [
@@ -156,7 +191,22 @@ pub static DEFINE: Statement<12> = Statement::new(
         Type::INT8,
         Type::TEXT,
         Type::TEXT,
+        Type::TEXT,
+        Type::TEXT_ARRAY,
     ],
+);
+
+pub static LOCK_LINKS: Statement<0> = Statement::new(
+    Op::BoardDefine,
+    include_str!("../sql/definition_links_lock.sql"),
+    [],
+);
+
+/// Parameters: board, feeds, columns (JSON text), sort.
+pub static LINKS: Statement<4> = Statement::new(
+    Op::BoardDefine,
+    include_str!("../sql/definition_links.sql"),
+    [Type::TEXT, Type::TEXT_ARRAY, Type::TEXT, Type::TEXT],
 );
 
 /// Parameters: time zone. Whether PostgreSQL knows the zone.
@@ -246,6 +296,15 @@ async fn define_once(
     {
         return Err(DefinitionError::TimeZone.into());
     }
+    let columns = (!def.columns.is_empty())
+        .then(|| serde_json::to_string(&def.columns))
+        .transpose()
+        .map_err(|e| StoreError::Internal(format!("columns as JSON: {e}")))?;
+    let feeds: Vec<&str> = def.feeds.iter().map(BoardId::as_str).collect();
+    if current.feeds != def.feeds || current.shape() != def.shape() {
+        stmts.execute(&tx, &LOCK_LINKS, []).await?;
+        check_links(stmts, &tx, def, &columns, &feeds).await?;
+    }
     if current.order() != def.order() || current.operator != def.operator || reset_changed {
         stmts.execute(&tx, &LOCK_ENTRIES, []).await?;
     }
@@ -266,6 +325,8 @@ async fn define_once(
                 &current.revision,
                 &def.reset.as_string(),
                 &def.time_zone,
+                &columns,
+                &feeds,
             ],
         )
         .await?;
@@ -305,6 +366,51 @@ async fn define_once(
         created: !current.declared,
         changed: true,
     }))
+}
+
+/// Refuses links that would not hold (`sql/definition_links.sql`), under the links' lock.
+async fn check_links(
+    stmts: crate::db::Statements,
+    tx: &impl crate::db::StatementClient,
+    def: &BoardDefinition,
+    columns: &Option<String>,
+    feeds: &[&str],
+) -> Result<(), DefineError> {
+    let row = stmts
+        .query_one(
+            tx,
+            &LINKS,
+            [&def.board.as_str(), &feeds, columns, &def.sort.as_str()],
+        )
+        .await?;
+    let list = |name: &str| -> Result<Vec<String>, DefineError> { Ok(row.try_get(name)?) };
+    let unknown = list("unknown")?;
+    if !unknown.is_empty() {
+        return Err(DefineError::FeedsUnknown(unknown));
+    }
+    let mut others = list("other_columns")?;
+    others.extend(list("fed_by_other_columns")?);
+    if !others.is_empty() {
+        return Err(DefineError::FeedsColumns {
+            board: def.board.clone(),
+            others,
+        });
+    }
+    if let Some(feeding) = list("feeding")?.first() {
+        return Err(DefineError::FeedsLoop(format!(
+            "board {feeding} feeds other boards, so {} may not feed it",
+            def.board
+        )));
+    }
+    if !feeds.is_empty()
+        && let Some(feeder) = list("fed_by")?.first()
+    {
+        return Err(DefineError::FeedsLoop(format!(
+            "board {} is fed by {feeder}, so it may not feed others",
+            def.board
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `a` and `b` state the same definition (revision and declared aside).

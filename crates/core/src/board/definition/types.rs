@@ -2,10 +2,10 @@
 //! break: `model/order.rs`, a leaf, since the read paths sort by it too), its resets and the
 //! bounds of what may be submitted.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::board::operator::Operator;
-pub use crate::model::order::{Order, Sort, TieBreak};
+pub use crate::model::order::{Columns, Order, Sort, TieBreak};
 use crate::model::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
 
 /// When a board starts a new period (docs/api.md, "Periods"): each period is a board of its own,
@@ -168,6 +168,32 @@ impl Serialize for Reset {
     }
 }
 
+/// One column of a board that declares columns (migration V14): a name, which end wins, and
+/// the bounds of its values (inside ±(2^53 − 1)).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Column {
+    /// 1 to 32 characters of a-z, 0-9 and `_`, starting with a letter; unique on the board.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z][a-z0-9_]{0,31}$", example = "laps"))]
+    pub name: String,
+    /// `descending` (the greater value ranks first) or `ascending` (the smaller, a time).
+    pub order: Sort,
+    /// The smallest value a member may hold in this column (default -(2^53 − 1)).
+    #[serde(default = "min_value")]
+    pub min: i64,
+    /// The greatest (default 2^53 − 1).
+    #[serde(default = "max_value")]
+    pub max: i64,
+}
+
+fn min_value() -> i64 {
+    -MAX_ABS_SCORE
+}
+fn max_value() -> i64 {
+    MAX_ABS_SCORE
+}
+
 /// A board's declared definition, or the implicit one of an undeclared board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -191,6 +217,16 @@ pub struct BoardDefinition {
     pub reset: Reset,
     /// The IANA time zone whose midnights start daily, weekly and monthly periods.
     pub time_zone: String,
+    /// The board's columns, when it declares them (1 to 3; the first is the score's, and
+    /// `sort`, `min_score` and `max_score` are its order and bounds); absent on a board of one
+    /// column, its score.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Column>,
+    /// The boards every command to this board also applies to (linked boards): each with the
+    /// same columns, none of them feeding another board.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
+    pub feeds: Vec<BoardId>,
     /// 0 for an undeclared board; bumped by every change of a declared one.
     pub revision: i64,
     /// Whether the board is declared (a row in `board_definitions`).
@@ -219,15 +255,50 @@ impl BoardDefinition {
             max_delta: Some(MAX_DELTA),
             reset: Reset::Never,
             time_zone: DEFAULT_TIME_ZONE.into(),
+            columns: Vec::new(),
+            feeds: Vec::new(),
             revision: 0,
             declared: false,
         }
     }
 
     pub fn order(&self) -> Order {
+        let orders: Vec<Sort> = self.columns.iter().map(|c| c.order).collect();
         Order {
             sort: self.sort,
             tie_break: self.tie_break,
+            columns: Columns::of(&orders).unwrap_or(Columns::ONE),
+        }
+    }
+
+    /// How many columns a command carries: the declared ones, or the score alone.
+    pub fn column_count(&self) -> usize {
+        self.columns.len().max(1)
+    }
+
+    /// The bounds of column `index` (0: the score's).
+    pub fn column_bounds(&self, index: usize) -> (i64, i64) {
+        match self.columns.get(index) {
+            Some(c) if index > 0 => (c.min, c.max),
+            _ => (self.min_score, self.max_score),
+        }
+    }
+
+    /// The name of column `index` as an answer names it (`score` on a board of one column).
+    pub fn column_name(&self, index: usize) -> &str {
+        self.columns.get(index).map_or("score", |c| c.name.as_str())
+    }
+
+    /// Which columns (names and orders) a board ranks by, as linked boards must share them:
+    /// the declared ones, or the score's order alone.
+    pub fn shape(&self) -> Vec<(Option<&str>, Sort)> {
+        if self.columns.is_empty() {
+            vec![(None, self.sort)]
+        } else {
+            self.columns
+                .iter()
+                .map(|c| (Some(c.name.as_str()), c.order))
+                .collect()
         }
     }
 }

@@ -1,6 +1,6 @@
 -- Bans a user (moderation.rs), in the audit row's transaction and after moderation_lock.sql:
 -- the user joins banned_users and each of their visible entries, on every board, is hidden
--- with one more version (score, tie and metadata kept for the unban), with an outbox row that
+-- with one more version (score, other columns, tie and metadata kept for the unban), with an outbox row that
 -- asks the projection to hide the member at that version. Banning a banned user writes
 -- nothing. Score commands for the user go on being applied, hidden (board/sql/*.sql).
 -- $1 action id, $2 user id.
@@ -13,12 +13,14 @@ hidden AS (
     UPDATE user_scores
     SET hidden = true, version = version + 1, updated_at = now()
     WHERE user_id = $2 AND NOT hidden AND EXISTS (SELECT 1 FROM banned)
-    RETURNING board_id, user_id, score, version, tie, metadata
+    RETURNING board_id, user_id, score, columns, col2, col3, version, tie, metadata
 ),
 outbox AS (
     INSERT INTO leaderboard_outbox
-        (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
-    SELECT gen_random_uuid(), board_id, user_id, score, version, tie, metadata, 'hide'
+        (event_id, board_id, user_id, absolute_score, columns, col2, col3, score_version, tie,
+         metadata, moderation)
+    SELECT gen_random_uuid(), board_id, user_id, score, columns, col2, col3, version, tie,
+           metadata, 'hide'
     FROM hidden
     -- An archived period is read from PostgreSQL alone and its keys are dropped (or about to
     -- be): a row for it would write them back, and nothing would drop them again.

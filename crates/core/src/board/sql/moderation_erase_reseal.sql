@@ -21,10 +21,11 @@ lines AS (
     SELECT s.board_id, s.period, s.seal,
            sha256(convert_to(string_agg(
                lb_standings_line(f.position, CASE WHEN f.user_id = $2 THEN $1 ELSE f.user_id END,
-                                 f.score, f.tie),
+                                 f.score, f.tie, f.columns, f.col2, f.col3),
                E'\n' ORDER BY f.position), 'UTF8')) AS before,
            sha256(convert_to(string_agg(
-               lb_standings_line(f.position, f.user_id, f.score, f.tie),
+               lb_standings_line(f.position, f.user_id, f.score, f.tie, f.columns, f.col2,
+                                 f.col3),
                E'\n' ORDER BY f.position), 'UTF8')) AS after
     FROM sealed s
     JOIN period_standings f ON f.board_id = s.board_id AND f.period = s.period

@@ -8,7 +8,7 @@
 -- $1 board, $2 user id.
 WITH gone AS (
     DELETE FROM user_scores WHERE board_id = $1 AND user_id = $2
-    RETURNING board_id, user_id, score, version + 1 AS version, tie, hidden
+    RETURNING board_id, user_id, score, columns, col2, col3, version + 1 AS version, tie, hidden
 ),
 tombstone AS (
     INSERT INTO removed_entries (board_id, user_id, version)
@@ -17,8 +17,11 @@ tombstone AS (
 ),
 outbox AS (
     INSERT INTO leaderboard_outbox
-        (event_id, board_id, user_id, absolute_score, score_version, tie, metadata, moderation)
-    SELECT gen_random_uuid(), board_id, user_id, score, version, tie, NULL, 'hide' FROM gone
+        (event_id, board_id, user_id, absolute_score, columns, col2, col3, score_version, tie,
+         metadata, moderation)
+    SELECT gen_random_uuid(), board_id, user_id, score, columns, col2, col3, version, tie, NULL,
+           'hide'
+    FROM gone
     -- Not for an archived period: its keys are dropped, and a row would write them back
     -- (moderation_ban.sql).
     WHERE NOT lb_period_archived(board_id)

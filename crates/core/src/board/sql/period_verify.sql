@@ -2,8 +2,8 @@
 -- the rows as they are now, against the period's seal: the digest written at the close, or the
 -- newest re-seal of an erasure since (migration V13, moderation_erase_reseal.sql), every one
 -- of which must have found the rows matching the seal before it. (2) Each row against the
--- events: the newest event of the user in the period (by version) must carry the row's score
--- and version, or a lower version by no more than the user's bans and unbans between that
+-- events: the newest event of the user in the period (by version) must carry the row's tuple
+-- (score and other columns) and version, or a lower version by no more than the user's bans and unbans between that
 -- event and the close (each re-versions the user's entries and writes no event); and every
 -- user with events in the period but no row must be explained by an erasure (the user is an
 -- erasure's pseudonym), a ban in force at the close or a removal from the period, counted under
@@ -26,11 +26,12 @@ reseals AS MATERIALIZED (
     SELECT prior_matches FROM period_reseals WHERE board_id = $1 AND period = $2
 ),
 frozen AS MATERIALIZED (
-    SELECT position, user_id, score, tie, version
+    SELECT position, user_id, score, columns, col2, col3, tie, version
     FROM period_standings WHERE board_id = $1 AND period = $2
 ),
 latest AS MATERIALIZED (
-    SELECT DISTINCT ON (e.user_id) e.user_id, e.score, e.version, e.created_at
+    SELECT DISTINCT ON (e.user_id) e.user_id, e.score, coalesce(e.col2, 0) AS col2,
+           coalesce(e.col3, 0) AS col3, e.version, e.created_at
     FROM score_events e, c
     WHERE e.created_at >= c.starts_at - interval '1 hour' AND e.created_at <= c.closed_at
       AND e.board_id = $1 || '~' || $2
@@ -41,7 +42,8 @@ erasures AS MATERIALIZED (
 ),
 joined AS MATERIALIZED (
     SELECT f.user_id AS frozen_user, l.user_id AS event_user,
-           coalesce(f.score = l.score AND (f.version = l.version OR (
+           coalesce(f.score = l.score AND f.col2 = l.col2 AND f.col3 = l.col3
+                    AND (f.version = l.version OR (
                f.version > l.version
                AND f.version - l.version <= (
                    SELECT count(*) FROM moderation_actions m, c
@@ -76,8 +78,8 @@ SELECT
     (SELECT count(*) FROM frozen) AS rows,
     (SELECT entries FROM c) AS entries,
     sha256(convert_to(coalesce(
-        (SELECT string_agg(lb_standings_line(position, user_id, score, tie), E'\n'
-                           ORDER BY position) FROM frozen), ''), 'UTF8'))
+        (SELECT string_agg(lb_standings_line(position, user_id, score, tie, columns, col2, col3),
+                           E'\n' ORDER BY position) FROM frozen), ''), 'UTF8'))
         = (SELECT digest FROM c) AS digest_matches,
     (SELECT count(*) FROM reseals) AS resealed,
     (SELECT count(*) FROM reseals WHERE NOT prior_matches) AS reseals_broken,

@@ -125,7 +125,7 @@ async fn a_user_back_right_after_its_erasure_stays_in_redis_whatever_the_project
             user_id: user(r.get(3)),
             score: r.get(4),
             version: r.get(5),
-            tie: r.get(6),
+            key: r.get::<_, i64>(6).into(),
             metadata: r.get(7),
             change: match r.get::<_, Option<String>>(8).as_deref() {
                 Some("erase") => EntryChange::Erase,

@@ -67,7 +67,7 @@ async fn a_ban_hides_the_user_everywhere_ranks_close_up_and_an_unban_restores_th
         user_id: user("x"),
         score: 100,
         version: 1,
-        tie: 0,
+        key: Default::default(),
         metadata: None,
         change: EntryChange::Place,
     };

@@ -1,11 +1,13 @@
-      AND $4 BETWEEN $8 AND $9
+      AND $4 BETWEEN $8 AND $9 AND $13 BETWEEN $15 AND $16 AND $14 BETWEEN $17 AND $18
 ),
--- best: the member keeps the better of its score and the submitted one, by the board's sort.
--- An improving submission (or a member's first): new score, one more version, a new tie on
+-- best: the member keeps the better of its tuple and the submitted one, by the board's order:
+-- the tuples (score, col2, col3) compared whole, column by column (order-key form, so in the
+-- board's direction), and the better one kept whole, never a mix of two submissions.
+-- An improving submission (or a member's first): new tuple, one more version, a new tie on
 -- earliest boards, the submission's metadata (absent: none), an outbox row. A submission that
 -- does not improve (equal included: the standing one was reached first) changes nothing and
 -- writes no outbox row, but is recorded (its event id is used) with improved = false and the
--- standing score and version, which is what it answers, now and on every repeat. The standing
+-- standing tuple and version, which is what it answers, now and on every repeat. The standing
 -- row is read in the statement's snapshot; a row committed by a concurrent first submission
 -- after it (the ON CONFLICT waited for it and found it better) is not there yet: then the
 -- answer says 'retry', nothing is written, and the caller runs the statement again.
@@ -13,8 +15,9 @@ rule AS (
     SELECT 'best'::text AS operator, 'retry'::text AS refusal
 ),
 upserted AS (
-    INSERT INTO user_scores AS s (board_id, user_id, score, version, tie, metadata, hidden)
-    SELECT go.board_id, $3, $4, 1 + greatest(
+    INSERT INTO user_scores AS s
+        (board_id, user_id, score, columns, col2, col3, version, tie, metadata, hidden)
+    SELECT go.board_id, $3, $4, $12, $13, $14, 1 + greatest(
                coalesce((SELECT r.version FROM removed_entries r
                          WHERE r.board_id = go.board_id AND r.user_id = $3), 0),
                coalesce((SELECT f.version FROM erased_version_floors f
@@ -23,20 +26,26 @@ upserted AS (
     FROM go
     ON CONFLICT (board_id, user_id) DO UPDATE
         SET score = EXCLUDED.score,
+            col2 = EXCLUDED.col2,
+            col3 = EXCLUDED.col3,
             version = s.version + 1,
             tie = EXCLUDED.tie,
             metadata = EXCLUDED.metadata,
             updated_at = now()
-        WHERE $11 * (EXCLUDED.score - s.score) > 0
-    RETURNING board_id, score, version, tie, metadata, hidden
+        WHERE CASE WHEN $11 = 1
+                   THEN (EXCLUDED.score, EXCLUDED.col2, EXCLUDED.col3) > (s.score, s.col2, s.col3)
+                   ELSE (EXCLUDED.score, EXCLUDED.col2, EXCLUDED.col3) < (s.score, s.col2, s.col3)
+              END
+    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden
 ),
 standing AS (
-    SELECT board_id, score, version FROM user_scores
+    SELECT board_id, score, col2, col3, version FROM user_scores
     WHERE board_id = (SELECT board_id FROM go) AND user_id = $3
       AND NOT EXISTS (SELECT 1 FROM upserted)
 ),
 written AS (
-    SELECT board_id, score, version, true AS improved, NULL::integer AS delta FROM upserted
+    SELECT board_id, score, col2, col3, version, true AS improved, NULL::integer AS delta
+    FROM upserted
     UNION ALL
-    SELECT board_id, score, version, false, NULL FROM standing
+    SELECT board_id, score, col2, col3, version, false, NULL FROM standing
 ),

@@ -7,8 +7,14 @@
 -- NULL), $6 the definition revision the command was validated against (0: undeclared),
 -- $7 tie sign (0 on boards whose ties go by user id; -1 descending, +1 ascending earliest),
 -- $8 min score, $9 max score, $10 metadata (JSON text, or NULL), $11 direction: 1 on
--- descending boards (greater is better), -1 on ascending ones. Every operator's statement
--- takes the same parameters and answers the same columns.
+-- descending boards (greater is better), -1 on ascending ones, $12 the board's number of
+-- columns (1 to 3, migration V14), $13 and $14 the second and third columns' values (add:
+-- their deltas) in order-key form (model/order.rs: negated where the column orders the other
+-- way from the first, so the tuple (score, col2, col3) compares in the board's direction), 0
+-- past the board's columns, $15 and $16 the second column's bounds, $17 and $18 the third's
+-- (order-key form; 0 and 0 past the board's columns), $19 the event id the command was sent
+-- with, on the command of a board it fed (board/link.rs; NULL on the board it was sent to).
+-- Every operator's statement takes the same parameters and answers the same columns.
 --
 -- First arrival: `prior` is empty and the board's definition still has revision $6, so the
 -- command goes ahead (`go`): the part upserts the score (the row lock serializes concurrent
@@ -16,7 +22,7 @@
 -- event is recorded with the score and version it produced, and the outbox row carries them
 -- (tie and metadata too) to the projection. A command that went ahead and wrote nothing is
 -- answered with the operator's refusal (`rule.refusal`).
--- Earliest boards: a member whose score changes draws its tie from user_scores_reached_seq.
+-- Earliest boards: a member whose tuple changes draws its tie from user_scores_reached_seq.
 -- The draw happens once per statement in `go` and is only kept when the score changes (gaps
 -- are harmless).
 -- It does not NOTIFY: wakeup.rs wakes the projectors after the commit (see outbox_wakeup.sql).
@@ -35,12 +41,13 @@
 -- The part closes `go` (its condition may add to the one here) and defines
 --   rule (operator, refusal): the operator's name as score_events and the answer spell it, and
 --     the outcome of a command that went ahead and wrote nothing (NULL: it always writes);
---   upserted (board_id, score, version, tie, metadata, hidden): the user_scores row written;
---   written (board_id, score, version, improved, delta): what the event records.
+--   upserted (board_id, score, col2, col3, version, tie, metadata, hidden): the user_scores
+--     row written;
+--   written (board_id, score, col2, col3, version, improved, delta): what the event records.
 WITH prior AS (
     SELECT board_id, user_id, coalesce(operator, 'add') AS operator,
-           coalesce(submitted, delta) AS submitted, metadata::text AS metadata,
-           score, version, improved
+           coalesce(submitted, delta) AS submitted, submitted2, submitted3,
+           metadata::text AS metadata, score, col2, col3, version, improved
     FROM score_events
     WHERE event_id = $1
 ),

@@ -1,33 +1,38 @@
 event AS (
+    -- The other columns only where the board has them (NULL past its columns).
     INSERT INTO score_events
-        (event_id, board_id, user_id, delta, submitted, operator, score, version, improved,
-         metadata)
-    SELECT $1, board_id, $3, delta, $4, (SELECT operator FROM rule), score, version, improved,
-           $10::jsonb
+        (event_id, board_id, user_id, delta, submitted, submitted2, submitted3, operator, score,
+         col2, col3, version, improved, metadata, source_event)
+    SELECT $1, board_id, $3, delta, $4, CASE WHEN $12 >= 2 THEN $13 END,
+           CASE WHEN $12 >= 3 THEN $14 END, (SELECT operator FROM rule), score,
+           CASE WHEN $12 >= 2 THEN col2 END, CASE WHEN $12 >= 3 THEN col3 END, version,
+           improved, $10::jsonb, $19
     FROM written
-    RETURNING board_id, user_id, operator, submitted, metadata::text AS metadata, score,
-              version, improved
+    RETURNING board_id, user_id, operator, submitted, submitted2, submitted3,
+              metadata::text AS metadata, score, col2, col3, version, improved
 ),
 outbox AS (
     INSERT INTO leaderboard_outbox
-        (event_id, board_id, user_id, absolute_score, score_version, traceparent, tie, metadata,
-         moderation)
-    SELECT $1, board_id, $3, score, version, $5, tie, metadata, CASE WHEN hidden THEN 'hide' END
+        (event_id, board_id, user_id, absolute_score, columns, col2, col3, score_version,
+         traceparent, tie, metadata, moderation)
+    SELECT $1, board_id, $3, score, $12, col2, col3, version, $5, tie, metadata,
+           CASE WHEN hidden THEN 'hide' END
     FROM upserted
 )
 -- A data-modifying CTE runs whether or not the answer refers to it. Exactly one row answers.
-SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, metadata, score, version,
-       improved
+SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, submitted2, submitted3,
+       metadata, score, col2, col3, version, improved
 FROM event
 UNION ALL
-SELECT 'duplicate', board_id, user_id, operator, submitted, metadata, score, version, improved
+SELECT 'duplicate', board_id, user_id, operator, submitted, submitted2, submitted3, metadata,
+       score, col2, col3, version, improved
 FROM prior
 UNION ALL
-SELECT 'stale_definition', $2, $3, operator, $4, NULL, 0, 0, false
+SELECT 'stale_definition', $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false
 FROM rule
 WHERE NOT EXISTS (SELECT 1 FROM prior) AND NOT (SELECT current FROM definition)
 UNION ALL
 -- Went ahead and recorded nothing: the operator's refusal, nothing written.
-SELECT refusal, $2, $3, operator, $4, NULL, 0, 0, false
+SELECT refusal, $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false
 FROM rule
 WHERE refusal IS NOT NULL AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM written)

@@ -3,7 +3,7 @@
 -- the plan never has to read or sort published rows (see the EXPLAIN test).
 -- $1 batch size.
 SELECT id, event_id, board_id, user_id, absolute_score, score_version, attempts,
-       traceparent, tie, metadata::text AS metadata, moderation
+       traceparent, columns, col2, col3, tie, metadata::text AS metadata, moderation
 FROM leaderboard_outbox
 WHERE published_at IS NULL
   AND parked_at IS NULL

@@ -19,4 +19,4 @@ WHERE published_at IS NULL
     LIMIT $1
     FOR UPDATE SKIP LOCKED))
 RETURNING id, event_id, board_id, user_id, absolute_score, score_version, attempts,
-       traceparent, tie, metadata::text AS metadata, moderation
+       traceparent, columns, col2, col3, tie, metadata::text AS metadata, moderation

@@ -1,26 +1,29 @@
--- A page of an ascending board by position, in the board's order (score, tie, user_id:
--- user_scores_visible_order read backward, the order of Redis's ZRANGE over the members of
--- projection/member.rs), with what ranking.rs needs to rank it: the board's total (16 rows of
--- board_entry_counts at most), the entries ahead of the first row ($2 itself), the entries
--- with a strictly better score than the first row's, and, when $4, the distinct such scores.
--- The first row has the page's smallest score. One row even for an empty page (then the
--- page columns are NULL), so the total always comes back.
--- $1 board, $2 offset, $3 limit, $4 count distinct better scores (dense ranks).
+-- A page of an ascending board by position, in the board's order, with what ranking.rs needs to
+-- rank it: the board's total (16 rows of board_entry_counts at most), the entries ahead of the
+-- first row ($2 itself), the entries with a strictly better tuple than the first row's, and,
+-- when $4, the distinct such tuples. One row even for an empty page (then the page columns are
+-- NULL), so the total always comes back.
+-- The board's order is (score, col2, col3, tie, user_id), smaller first: the other
+-- columns in order-key form (model/order.rs), 0 on a one-column board. It is
+-- user_scores_visible_rank read backward, the order of Redis's ZRANGE over the members of
+-- projection/member.rs. "Better" is by the tuple (score, col2, col3): competition and dense
+-- ranks share a rank between entries of equal tuples, whatever their ties.
+-- $1 board, $2 offset, $3 limit, $4 count distinct better tuples (dense ranks).
 WITH page AS MATERIALIZED (
-    SELECT user_id, score, tie, metadata
+    SELECT user_id, score, columns, col2, col3, tie, metadata
     FROM user_scores
     WHERE board_id = $1 AND NOT hidden
-    ORDER BY score, tie, user_id
+    ORDER BY score, col2, col3, tie, user_id
     OFFSET $2
     LIMIT $3),
-head AS (SELECT min(score) AS score FROM page)
+head AS (SELECT score, col2, col3 FROM page ORDER BY score, col2, col3 LIMIT 1)
 SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE board_id = $1) AS total,
        $2::bigint AS ahead,
        (SELECT count(*) FROM user_scores o, head
-        WHERE o.board_id = $1 AND NOT o.hidden AND o.score < head.score) AS better,
-       (SELECT count(DISTINCT o.score) FROM user_scores o, head
-        WHERE $4 AND o.board_id = $1 AND NOT o.hidden AND o.score < head.score) AS dense_better,
-       p.user_id, p.score, p.tie, p.metadata::text AS metadata
+        WHERE o.board_id = $1 AND NOT o.hidden AND (o.score, o.col2, o.col3) < (head.score, head.col2, head.col3)) AS better,
+       (SELECT count(DISTINCT (o.score, o.col2, o.col3)) FROM user_scores o, head
+        WHERE $4 AND o.board_id = $1 AND NOT o.hidden AND (o.score, o.col2, o.col3) < (head.score, head.col2, head.col3)) AS dense_better,
+       p.user_id, p.score, p.columns, p.col2, p.col3, p.tie, p.metadata::text AS metadata
 FROM (SELECT) AS one
 LEFT JOIN page p ON true
-ORDER BY p.score, p.tie, p.user_id
+ORDER BY p.score, p.col2, p.col3, p.tie, p.user_id

@@ -6,7 +6,7 @@
 -- that version to Redis, and a published one means it wrote it before this statement ran.
 -- The EXISTS is one probe of leaderboard_outbox_pending_member (V4) per member: that index
 -- holds only pending rows, so the cost does not grow with the outbox's backlog or history.
-SELECT s.user_id, s.score, s.version, s.tie, s.metadata::text AS metadata,
+SELECT s.user_id, s.score, s.version, s.columns, s.col2, s.col3, s.tie, s.metadata::text AS metadata,
        EXISTS (SELECT 1 FROM leaderboard_outbox o
                WHERE o.board_id = s.board_id
                  AND o.user_id = s.user_id
