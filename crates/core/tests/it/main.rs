@@ -4,6 +4,7 @@
 mod abandoned;
 mod claim_plan;
 mod cluster;
+mod columns;
 mod command_groups;
 mod commands;
 mod common;
