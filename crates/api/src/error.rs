@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::definition::{DefineError, DefinitionError};
 use ledgerboard_core::board::SubmitError;
+use ledgerboard_core::board::definition::{DefineError, DefinitionError};
 use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::model::ValidationError;
@@ -47,7 +47,10 @@ pub enum ApiError {
     InvalidLinks(&'static str, String),
     /// A board the command's board feeds refused it (its own status and code; the body names
     /// the board): nothing was written on any board.
-    Fed { board: String, error: Box<ApiError> },
+    Fed {
+        board: String,
+        error: Box<ApiError>,
+    },
     /// The score would leave the range a Redis double holds exactly (422).
     ScoreOutOfRange,
     /// The event id was used before with another payload (409).
@@ -264,9 +267,7 @@ impl From<DefineError> for ApiError {
             DefineError::Invalid(e) => Self::InvalidDefinition(e),
             DefineError::HasEntries { .. } => Self::BoardHasEntries(e.to_string()),
             DefineError::FeedsUnknown(_) => Self::InvalidLinks("feeds_unknown", e.to_string()),
-            DefineError::FeedsColumns { .. } => {
-                Self::InvalidLinks("feeds_columns", e.to_string())
-            }
+            DefineError::FeedsColumns { .. } => Self::InvalidLinks("feeds_columns", e.to_string()),
             DefineError::FeedsLoop(_) => Self::InvalidLinks("feeds_loop", e.to_string()),
             DefineError::Store(e) => e.into(),
             // PUT replaces whatever is there (`Expect::Any`): neither can happen.

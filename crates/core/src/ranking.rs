@@ -95,9 +95,7 @@ pub fn entry(
         rank,
         user_id,
         score,
-        scores: columns
-            .several()
-            .then(|| columns.values(score, key.rest)),
+        scores: columns.several().then(|| columns.values(score, key.rest)),
         percentile: percentile(total, bases.competition),
         metadata: metadata(meta),
     }
@@ -324,7 +322,12 @@ mod tests {
             competition: 1,
             dense: Some(1),
         };
-        let rows = vec![row(9, 5, "a"), row(9, 5, "b"), row(9, 4, "c"), row(8, 4, "d")];
+        let rows = vec![
+            row(9, 5, "a"),
+            row(9, 5, "b"),
+            row(9, 4, "c"),
+            row(8, 4, "d"),
+        ];
         let ranks = |mode| -> Vec<u64> {
             rank_page(mode, 4, top, columns, rows.clone())
                 .iter()

@@ -7,6 +7,7 @@ use axum::Form;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use ledgerboard_core::board::definition;
 use ledgerboard_core::db::{history, outbox};
 use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::{self, RequestKind};
@@ -113,6 +114,10 @@ pub struct DefineForm {
     tie_break: Option<String>,
     reset: Option<String>,
     time_zone: Option<String>,
+    /// `name:order[:min:max]`, separated by commas (`definition::parse_column`).
+    columns: Option<String>,
+    /// Board ids, separated by commas.
+    feeds: Option<String>,
 }
 
 /// Declares a board: the definition `PUT /v1/boards/{board}` would (`routes::boards::define`).
@@ -125,10 +130,28 @@ pub async fn define(
     session::check_action(&session, &headers, &form.csrf)?;
     let board = BoardId::parse(form.board.trim()).map_err(ApiError::from)?;
     let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let list = |v: Option<String>| {
+        given(v).map(|v| {
+            v.split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+        })
+    };
+    let columns = list(form.columns)
+        .map(|specs| {
+            specs
+                .iter()
+                .map(|c| definition::parse_column(c))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(ApiError::from)?;
     let body = DefinitionBody {
         display_name: given(form.display_name),
         operator: Some(form.operator),
-        sort: given(form.sort),
+        // With columns, the first one's order is the sort (the form's select always sends one).
+        sort: given(form.sort).filter(|_| columns.is_none()),
         tie_break: given(form.tie_break),
         min_score: None,
         max_score: None,
@@ -136,8 +159,8 @@ pub async fn define(
         max_delta: None,
         reset: given(form.reset),
         time_zone: given(form.time_zone),
-        columns: None,
-        feeds: None,
+        columns,
+        feeds: list(form.feeds),
     };
     let defined = crate::routes::boards::define(&state, &board, &body)
         .await

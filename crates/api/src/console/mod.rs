@@ -15,6 +15,7 @@
 //! without the admin scope (`session.rs`) and audited in `operator_actions` (V11).
 
 mod actions;
+mod columns;
 mod drift;
 mod guard;
 mod pages;

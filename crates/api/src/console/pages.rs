@@ -8,6 +8,8 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::definition::{BoardDefinition, Reset};
+
+use super::columns;
 use ledgerboard_core::board::{moderation, periods};
 use ledgerboard_core::db::{self, source};
 use ledgerboard_core::model::{BoardId, UserId};
@@ -193,8 +195,7 @@ pub async fn board(
         .map(|(e, j)| {
             let (redis_score, redis_version) = match &j.seen {
                 Ok(seen) => (
-                    seen.score
-                        .map_or_else(|| "absent".into(), |s| format!("{s:.0}")),
+                    columns::stored(order.columns, seen),
                     seen.version.clone().unwrap_or_else(|| "absent".into()),
                 ),
                 Err(why) => ((*why).to_owned(), (*why).to_owned()),
@@ -202,7 +203,7 @@ pub async fn board(
             MemberRow {
                 rank: e.rank.to_string(),
                 user_id: e.user_id.clone(),
-                source_score: e.score.to_string(),
+                source_score: columns::entry(e),
                 source_version: j.version.map_or_else(|| "—".into(), |v| v.to_string()),
                 redis_score,
                 redis_version,
@@ -219,8 +220,8 @@ pub async fn board(
                 .into_iter()
                 .map(|e| ProjectedRow {
                     rank: e.rank,
+                    score: columns::entry(&e),
                     user_id: e.user_id,
-                    score: e.score,
                 })
                 .collect(),
             None,
@@ -380,7 +381,9 @@ async fn user_view(
     let source = match &standing {
         Some(s) => format!(
             "rank {} with {} (version {})",
-            s.entry.rank, s.entry.score, s.version
+            s.entry.rank,
+            columns::entry(&s.entry),
+            s.version
         ),
         None if banned => "no visible entry: the user is banned".into(),
         None => "no visible entry".into(),
@@ -391,7 +394,9 @@ async fn user_view(
             let text = match &p.value.0 {
                 Some(s) => format!(
                     "rank {} with {} (version {}); projection {seal}",
-                    s.entry.rank, s.entry.score, s.version,
+                    s.entry.rank,
+                    columns::entry(&s.entry),
+                    s.version,
                 ),
                 None => format!("no entry; projection {seal}"),
             };
@@ -483,8 +488,8 @@ async fn closed_view(
                     .map(|s| StandingRow {
                         position: s.position,
                         rank: s.rank,
+                        score: columns::values(s.score, s.scores.as_deref()),
                         user_id: s.user_id,
-                        score: s.score,
                         version: s.version,
                     })
                     .collect(),
@@ -510,7 +515,7 @@ async fn closed_view(
 
 fn describe(def: &BoardDefinition) -> String {
     format!(
-        "{}, {}, ties {}, reset {}{}, revision {}{}",
+        "{}, {}, ties {}, reset {}{}{}, revision {}{}",
         def.operator.as_str(),
         def.sort.as_str(),
         if def.tie_break.as_str() == "user_id" {
@@ -524,6 +529,7 @@ fn describe(def: &BoardDefinition) -> String {
         } else {
             format!(" ({})", def.time_zone)
         },
+        columns::describe(def),
         def.revision,
         if def.declared { "" } else { " (undeclared)" }
     )

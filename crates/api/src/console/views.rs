@@ -71,7 +71,8 @@ pub struct MemberRow {
 pub struct ProjectedRow {
     pub rank: u64,
     pub user_id: String,
-    pub score: i64,
+    /// The score, or every column's value (`console/columns.rs`).
+    pub score: String,
 }
 
 /// One searched user.
@@ -97,7 +98,8 @@ pub struct StandingRow {
     pub position: i64,
     pub rank: i64,
     pub user_id: String,
-    pub score: i64,
+    /// The score, or every column's value (`console/columns.rs`).
+    pub score: String,
     pub version: i64,
 }
 

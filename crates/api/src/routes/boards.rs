@@ -8,11 +8,11 @@ use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ledgerboard_core::board::definition::{BoardDefinition, Column};
 use ledgerboard_core::board::definition::{
     self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
     parse_tie_break,
 };
+use ledgerboard_core::board::definition::{BoardDefinition, Column};
 use ledgerboard_core::board::periods;
 use ledgerboard_core::model::BoardId;
 use serde::{Deserialize, Serialize};

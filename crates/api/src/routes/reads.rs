@@ -166,7 +166,11 @@ impl Page {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Member {
     user_id: String,
+    /// The score (on a board with columns, its first column).
     score: i64,
+    /// On a board with columns: the value in each column, in the definition's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scores: Option<Vec<i64>>,
     version: i64,
     /// In the read's `rank_mode`.
     rank: u64,
@@ -478,6 +482,7 @@ pub async fn user(
     Ok(Json(Member {
         user_id: entry.user_id,
         score: entry.score,
+        scores: entry.scores,
         version,
         rank: entry.rank,
         percentile: entry.percentile,

@@ -2,6 +2,7 @@
 //! per concern, fixtures shared through `common` and the testkit.
 
 mod access;
+mod board_columns;
 mod board_orders;
 mod boards;
 mod coalesce;

@@ -191,9 +191,8 @@ mod tests {
         .definition(BoardId::parse("racing").expect("board"))
         .expect("valid");
         let event = "6f9619ff-8b86-d011-b42d-00c04fc964ff";
-        let run = |score: &str| {
-            super::command(&racing, event, "u", Some(&number(score)), None, None)
-        };
+        let run =
+            |score: &str| super::command(&racing, event, "u", Some(&number(score)), None, None);
         let by_list = run("[12, 93120]").expect("valid");
         // The time orders the other way from the laps: stored negated.
         assert_eq!((by_list.value, by_list.rest), (12, [-93_120, 0]));
@@ -216,10 +215,7 @@ mod tests {
                 max: 3_600_000
             })
         );
-        assert_eq!(
-            run("[12.5, 1]").map_err(|e| e.code()),
-            Err("invalid_score")
-        );
+        assert_eq!(run("[12.5, 1]").map_err(|e| e.code()), Err("invalid_score"));
     }
 
     #[test]

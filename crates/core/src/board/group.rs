@@ -213,7 +213,9 @@ async fn together(db: &Database, group: &[Pending]) -> Result<Option<Vec<Judged>
                 let answers = answers
                     .into_iter()
                     .map(|a| {
-                        a.unwrap_or_else(|| Err(StoreError::Internal("a run did not answer".into())))
+                        a.unwrap_or_else(|| {
+                            Err(StoreError::Internal("a run did not answer".into()))
+                        })
                     })
                     .collect();
                 judge(&p.set, answers)

@@ -82,7 +82,9 @@ pub(super) fn judge(set: &[ScoreCommand], answers: Vec<Result<Answer, StoreError
     }
     let mut outcomes = outcomes.into_iter();
     let Some(mut first) = outcomes.next() else {
-        return Judged::Undo(Err(StoreError::Internal("an empty command set".into()).into()));
+        return Judged::Undo(Err(
+            StoreError::Internal("an empty command set".into()).into()
+        ));
     };
     let fed: Vec<CommandOutcome> = outcomes.collect();
     let fresh = fed.iter().any(|o| !o.duplicate);
@@ -170,7 +172,8 @@ pub async fn apply_set(
 
 /// [`judge`] of rows answered in run order (`order[k]`: the set's command row `k` answers).
 pub(super) fn judge_rows(set: &[ScoreCommand], order: &[usize], rows: &[Row]) -> Judged {
-    let mut answers: Vec<Option<Result<Answer, StoreError>>> = (0..set.len()).map(|_| None).collect();
+    let mut answers: Vec<Option<Result<Answer, StoreError>>> =
+        (0..set.len()).map(|_| None).collect();
     for (&i, row) in order.iter().zip(rows) {
         answers[i] = Some(answer(&set[i], row));
     }
@@ -187,8 +190,7 @@ mod tests {
 
     #[test]
     fn each_fed_board_has_its_own_stable_event_id() {
-        let source =
-            EventId::parse("6f9619ff-8b86-d011-b42d-00c04fc964ff").expect("an event id");
+        let source = EventId::parse("6f9619ff-8b86-d011-b42d-00c04fc964ff").expect("an event id");
         let daily = BoardId::parse("runs-daily").expect("board");
         let weekly = BoardId::parse("runs-weekly").expect("board");
         let a = fed_event(&source, &daily);

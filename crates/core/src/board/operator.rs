@@ -233,7 +233,10 @@ impl Operator {
         for (i, number) in numbers.into_iter().enumerate() {
             values[i] = self.one_value(definition, i, number)?;
         }
-        Ok((values[0], [columns.key(1, values[1]), columns.key(2, values[2])]))
+        Ok((
+            values[0],
+            [columns.key(1, values[1]), columns.key(2, values[2])],
+        ))
     }
 
     /// The value of column `index` within its bounds: a board of one column answers as it
@@ -256,12 +259,10 @@ impl Operator {
         };
         match integer(number) {
             Some(Ok(v)) if (min..=max).contains(&v) => Ok(v),
-            _ if named && integer(number).is_none() => {
-                Err(ValidationError::ColumnNotInteger {
-                    field,
-                    column: column(),
-                })
-            }
+            _ if named && integer(number).is_none() => Err(ValidationError::ColumnNotInteger {
+                field,
+                column: column(),
+            }),
             _ if named => Err(ValidationError::ColumnOutOfRange {
                 field,
                 column: column(),
@@ -383,7 +384,10 @@ mod tests {
             best.expected(DESC, [10, 30, 20, 30].map(one)),
             Some(tally(30, 2))
         );
-        assert_eq!(best.expected(ASC, [10, 30, 5, 7].map(one)), Some(tally(5, 2)));
+        assert_eq!(
+            best.expected(ASC, [10, 30, 5, 7].map(one)),
+            Some(tally(5, 2))
+        );
         assert_eq!(
             Operator::Latest.expected(DESC, [10, 30, 5].map(one)),
             Some(tally(5, 3))
@@ -398,8 +402,7 @@ mod tests {
     fn best_keeps_a_whole_submitted_tuple_never_a_mix() {
         // Laps descending, time ascending: time is stored negated (order-key form).
         let racing = Order {
-            columns: crate::model::Columns::of(&[Sort::Descending, Sort::Ascending])
-                .expect("two"),
+            columns: crate::model::Columns::of(&[Sort::Descending, Sort::Ascending]).expect("two"),
             ..DESC
         };
         let run = |laps: i64, time: i64| (laps, [racing.columns.key(1, time), 0]);

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::types::Type;
 
-use crate::db::{Database, Op, Statement, StoreError, commit};
 use super::definition::{Column, Columns, Sort};
+use crate::db::{Database, Op, Statement, StoreError, commit};
 use crate::model::BoardId;
 
 // A closed period's verification lives in `verification.rs`; named here too, as the rest of a

@@ -8,8 +8,8 @@ use tokio_postgres::Row as PgRow;
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, Op, Statement};
 use super::row::key;
+use super::{Database, Op, Statement};
 use crate::model::{BoardId, Columns, MemberStanding, UserId};
 use crate::model::{Order, Sort};
 use crate::ranking::{self, Bases, Cursor, Page, RankMode, Row, Standings};

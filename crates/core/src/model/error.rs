@@ -68,13 +68,9 @@ impl ValidationError {
             Self::ScoreNotInteger => "invalid_score",
             Self::BoardScoreOutOfRange { .. } => "score_out_of_range",
             Self::ColumnsShape { field: "delta", .. }
-            | Self::ColumnNotInteger {
-                field: "delta", ..
-            } => "invalid_delta",
+            | Self::ColumnNotInteger { field: "delta", .. } => "invalid_delta",
             Self::ColumnsShape { .. } | Self::ColumnNotInteger { .. } => "invalid_score",
-            Self::ColumnOutOfRange {
-                field: "delta", ..
-            } => "delta_out_of_range",
+            Self::ColumnOutOfRange { field: "delta", .. } => "delta_out_of_range",
             Self::ColumnOutOfRange { .. } => "score_out_of_range",
             Self::InvalidMetadata => "invalid_metadata",
             Self::MetadataTooLarge => "metadata_too_large",

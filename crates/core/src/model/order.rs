@@ -351,7 +351,12 @@ mod tests {
                 columns: same,
             },
         ] {
-            assert_eq!(Order::decode(&order.encode()), Some(order), "{}", order.encode());
+            assert_eq!(
+                Order::decode(&order.encode()),
+                Some(order),
+                "{}",
+                order.encode()
+            );
         }
         assert_eq!(
             Order {

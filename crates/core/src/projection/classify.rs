@@ -163,11 +163,23 @@ mod tests {
             version: Some(member::stored(2, k)),
             metadata: None,
         };
-        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(key(-90, 0))), Current);
+        assert_eq!(
+            super::classify(10, key(-90, 0), 2, None, &at(key(-90, 0))),
+            Current
+        );
         // A tuple edited by hand: another time, same laps and version.
-        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(key(-91, 0))), Corrupt);
-        assert_eq!(super::classify(10, key(-90, 0), 2, None, &at(Key::tie(0))), Corrupt);
-        assert_eq!(super::classify(10, key(-90, 0), 3, None, &at(key(-91, 0))), Stale);
+        assert_eq!(
+            super::classify(10, key(-90, 0), 2, None, &at(key(-91, 0))),
+            Corrupt
+        );
+        assert_eq!(
+            super::classify(10, key(-90, 0), 2, None, &at(Key::tie(0))),
+            Corrupt
+        );
+        assert_eq!(
+            super::classify(10, key(-90, 0), 3, None, &at(key(-91, 0))),
+            Stale
+        );
     }
 
     #[test]
@@ -179,13 +191,22 @@ mod tests {
             metadata: metadata.map(str::to_owned),
         };
         let red = Some(r#"{"car": "red"}"#);
-        assert_eq!(super::classify(10, Key::tie(0), 2, red, &with(red)), Current);
+        assert_eq!(
+            super::classify(10, Key::tie(0), 2, red, &with(red)),
+            Current
+        );
         assert_eq!(
             super::classify(10, Key::tie(0), 2, red, &with(Some(r#"{"car": "blue"}"#))),
             Corrupt
         );
-        assert_eq!(super::classify(10, Key::tie(0), 2, red, &with(None)), Corrupt);
-        assert_eq!(super::classify(10, Key::tie(0), 2, None, &with(red)), Corrupt);
+        assert_eq!(
+            super::classify(10, Key::tie(0), 2, red, &with(None)),
+            Corrupt
+        );
+        assert_eq!(
+            super::classify(10, Key::tie(0), 2, None, &with(red)),
+            Corrupt
+        );
         // A newer source version is the projector's to write, metadata and all.
         assert_eq!(super::classify(10, Key::tie(0), 3, None, &with(red)), Stale);
     }

@@ -148,7 +148,10 @@ async fn one_command_feeds_every_linked_board_once_all_or_nothing() {
         .await
         .expect("applied");
     assert!(!out.duplicate && out.improved);
-    assert_eq!((out.score, out.scores.clone()), (12, Some(vec![12, 93_120])));
+    assert_eq!(
+        (out.score, out.scores.clone()),
+        (12, Some(vec![12, 93_120]))
+    );
     let fed: Vec<(&str, bool, Option<Vec<i64>>)> = out
         .linked
         .iter()
@@ -166,7 +169,10 @@ async fn one_command_feeds_every_linked_board_once_all_or_nothing() {
     let (rows, outbox, events) = r.written().await;
     assert_eq!(rows.len(), 3, "{rows:?}");
     // Time ascends where laps descend: stored negated, so one index order serves the board.
-    assert!(rows.iter().all(|x| x.2 == 12 && x.3 == -93_120 && x.4 == 0 && x.5 == 1));
+    assert!(
+        rows.iter()
+            .all(|x| x.2 == 12 && x.3 == -93_120 && x.4 == 0 && x.5 == 1)
+    );
     assert_eq!((outbox, events), (3, 3));
     // The fed boards' events record the command's own id.
     let sources: i64 = r
@@ -203,7 +209,10 @@ async fn one_command_feeds_every_linked_board_once_all_or_nothing() {
         Err(SubmitError::Fed { board, error }) => {
             assert_eq!(board.as_str(), "runs-laps");
             assert!(
-                matches!(*error, SubmitError::Invalid(ValidationError::ColumnOutOfRange { .. })),
+                matches!(
+                    *error,
+                    SubmitError::Invalid(ValidationError::ColumnOutOfRange { .. })
+                ),
                 "{error:?}"
             );
         }
@@ -250,8 +259,7 @@ async fn add_adds_column_by_column_within_each_columns_bounds() {
         .await
         .expect("definition");
     let add = |wins: i64, kills: i64| {
-        let value: Submitted =
-            serde_json::from_str(&format!("[{wins}, {kills}]")).expect("value");
+        let value: Submitted = serde_json::from_str(&format!("[{wins}, {kills}]")).expect("value");
         let cmd = board::command(
             &def,
             &Uuid::new_v4().to_string(),
@@ -350,10 +358,7 @@ async fn a_sum_one_fed_board_refuses_writes_nothing_on_any_board() {
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
-    assert_eq!(
-        held,
-        vec![("career".into(), 4, 1), ("season".into(), 4, 1)]
-    );
+    assert_eq!(held, vec![("career".into(), 4, 1), ("season".into(), 4, 1)]);
     let outbox: i64 = env
         .client
         .query_one("SELECT count(*) FROM leaderboard_outbox", &[])
@@ -394,15 +399,21 @@ async fn links_that_would_loop_chain_or_mix_columns_are_refused() {
         other => panic!("{other:?}"),
     }
     declare("b", racing_columns(100), vec![]).await.expect("b");
-    declare("other", vec![column("laps", Sort::Descending, 0, 9)], vec![])
-        .await
-        .expect("other");
+    declare(
+        "other",
+        vec![column("laps", Sort::Descending, 0, 9)],
+        vec![],
+    )
+    .await
+    .expect("other");
     // Other columns (one column fewer).
     match declare("a", racing_columns(100), vec!["b", "other"]).await {
         Err(DefineError::FeedsColumns { others, .. }) => assert_eq!(others, vec!["other"]),
         other => panic!("{other:?}"),
     }
-    declare("a", racing_columns(100), vec!["b"]).await.expect("a feeds b");
+    declare("a", racing_columns(100), vec!["b"])
+        .await
+        .expect("a feeds b");
     // A loop: b feeding a, which feeds b.
     assert!(matches!(
         update("b", vec!["a"]).await,

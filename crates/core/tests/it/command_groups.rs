@@ -73,7 +73,11 @@ async fn as_one_group(
     let tx = env.hold_row("g", "blocker").await;
     let busy = tokio::spawn({
         let groups = groups.clone();
-        async move { groups.apply(vec![add(blocker, "g", "blocker", 1)], None).await }
+        async move {
+            groups
+                .apply(vec![add(blocker, "g", "blocker", 1)], None)
+                .await
+        }
     });
     // The worker has taken the blocker once nothing is queued.
     wait_until(Duration::from_secs(10), || async { groups.queued() == 0 })
@@ -84,7 +88,9 @@ async fn as_one_group(
     let mut handles = Vec::new();
     for cmd in commands {
         let mine = groups.clone();
-        handles.push(tokio::spawn(async move { mine.apply(vec![cmd], None).await }));
+        handles.push(tokio::spawn(
+            async move { mine.apply(vec![cmd], None).await },
+        ));
         // One after another, so that the queue keeps their order.
         wait_until(Duration::from_secs(10), || async {
             groups.queued() == handles.len()

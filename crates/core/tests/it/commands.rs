@@ -6,8 +6,8 @@ use crate::common::{Env, env};
 use ledgerboard_core::board::definition::BoardDefinition;
 use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::db::StoreError;
-use ledgerboard_core::model::{CommandOutcome, ValidationError};
 use ledgerboard_core::model::Submitted;
+use ledgerboard_core::model::{CommandOutcome, ValidationError};
 use serde_json::{Number, Value, json};
 use uuid::Uuid;
 

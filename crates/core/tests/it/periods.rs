@@ -16,9 +16,9 @@ use ledgerboard_core::board::definition::{self, Declaration};
 use ledgerboard_core::board::definition::{Operator, Reset};
 use ledgerboard_core::board::{self, apply_score_command, moderation, periods};
 use ledgerboard_core::db::Database;
+use ledgerboard_core::model::Submitted;
 use ledgerboard_core::model::{BoardId, CommandOutcome};
 use ledgerboard_testkit::wait_until;
-use ledgerboard_core::model::Submitted;
 use serde_json::Number;
 use uuid::Uuid;
 

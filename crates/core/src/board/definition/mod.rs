@@ -10,13 +10,13 @@ mod types;
 pub use crate::board::operator::Operator;
 pub use cache::Definitions;
 pub use parse::{
-    Declaration, DefinitionError, MAX_FEEDS, parse_column, parse_operator, parse_reset,
-    parse_sort, parse_tie_break,
+    Declaration, DefinitionError, MAX_FEEDS, parse_column, parse_operator, parse_reset, parse_sort,
+    parse_tie_break,
 };
 pub use store::{
-    DEFINE, DefineError, Defined, Expect, GET, LINKS, LIST, LOCK_ENTRIES, LOCK_LINKS,
-    LOCK_TIMEOUT, LOCK_WAIT,
-    MAX_PAGE, OPEN_FIRST_PERIOD, TIME_ZONE_KNOWN, declare, define, from_row, get, list, update,
+    DEFINE, DefineError, Defined, Expect, GET, LINKS, LIST, LOCK_ENTRIES, LOCK_LINKS, LOCK_TIMEOUT,
+    LOCK_WAIT, MAX_PAGE, OPEN_FIRST_PERIOD, TIME_ZONE_KNOWN, declare, define, from_row, get, list,
+    update,
 };
 pub use types::{
     BoardDefinition, Column, Columns, Cron, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Order,

@@ -231,7 +231,10 @@ impl Declaration {
     pub fn over(&self, current: &BoardDefinition) -> Declaration {
         let operator = self.operator.unwrap_or(current.operator);
         let keeps_deltas = operator.value() == Value::Delta;
-        let columns = self.columns.clone().unwrap_or_else(|| current.columns.clone());
+        let columns = self
+            .columns
+            .clone()
+            .unwrap_or_else(|| current.columns.clone());
         // A board with columns keeps its order and score bounds in them: only what this
         // declaration states of sort, min_score and max_score is checked against them.
         let (sort, min_score, max_score) = if columns.is_empty() {
@@ -414,7 +417,10 @@ mod tests {
             ..Declaration::default()
         };
         let def = racing.definition(board()).expect("valid");
-        assert_eq!((def.sort, def.min_score, def.max_score), (Sort::Descending, 0, 1_000_000));
+        assert_eq!(
+            (def.sort, def.min_score, def.max_score),
+            (Sort::Descending, 0, 1_000_000)
+        );
         assert_eq!(def.column_count(), 2);
         assert_eq!(def.column_bounds(1), (0, 1_000_000));
         assert_eq!(def.column_name(1), "time_ms");
@@ -436,7 +442,11 @@ mod tests {
         for bad in ["", "Laps", "1st", "a-b", &"x".repeat(33)] {
             let mut d = racing.clone();
             d.columns.as_mut().expect("columns")[1].name = bad.into();
-            assert_eq!(d.definition(board()), Err(DefinitionError::Columns), "{bad:?}");
+            assert_eq!(
+                d.definition(board()),
+                Err(DefinitionError::Columns),
+                "{bad:?}"
+            );
         }
         assert_eq!(
             with(|d| d.columns.as_mut().expect("columns")[1].name = "laps".into()),
@@ -518,7 +528,10 @@ mod tests {
             .map(|d| d.feeds.len())
         };
         assert_eq!(feeding(vec![id("daily"), id("monthly")]), Ok(2));
-        assert_eq!(feeding(vec![id("daily"), id("daily")]), Err(DefinitionError::Feeds));
+        assert_eq!(
+            feeding(vec![id("daily"), id("daily")]),
+            Err(DefinitionError::Feeds)
+        );
         assert_eq!(feeding(vec![board()]), Err(DefinitionError::Feeds));
         assert_eq!(
             feeding((0..8).map(|i| id(&format!("b{i}"))).collect()),

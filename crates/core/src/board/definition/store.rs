@@ -53,8 +53,9 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
     let reset = text("reset")?;
     let columns = match row.try_get::<_, Option<String>>("columns")? {
         None => Vec::new(),
-        Some(json) => serde_json::from_str::<Vec<Column>>(&json)
-            .map_err(|_| unknown("columns", &json))?,
+        Some(json) => {
+            serde_json::from_str::<Vec<Column>>(&json).map_err(|_| unknown("columns", &json))?
+        }
     };
     let feeds = row
         .try_get::<_, Vec<String>>("feeds")?

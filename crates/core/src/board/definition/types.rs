@@ -175,7 +175,10 @@ impl Serialize for Reset {
 #[serde(deny_unknown_fields)]
 pub struct Column {
     /// 1 to 32 characters of a-z, 0-9 and `_`, starting with a letter; unique on the board.
-    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z][a-z0-9_]{0,31}$", example = "laps"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z][a-z0-9_]{0,31}$", example = "laps")
+    )]
     pub name: String,
     /// `descending` (the greater value ranks first) or `ascending` (the smaller, a time).
     pub order: Sort,

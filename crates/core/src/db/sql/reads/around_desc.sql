@@ -6,7 +6,10 @@
 -- columns in order-key form (model/order.rs), 0 on a one-column board. It is
 -- user_scores_visible_rank read forward, the order of Redis's ZRANGE … REV over the members of
 -- projection/member.rs. "Better" is by the tuple (score, col2, col3): competition and dense
--- ranks share a rank between entries of equal tuples, whatever their ties.
+-- ranks share a rank between entries of equal tuples, whatever their ties. Distinct tuples are
+-- counted by grouping the index-only walk, which comes in index order (no sort, unlike
+-- count(DISTINCT …): 133 ms against 200 ms over 500,000 entries of one column, 1.1 s with
+-- three).
 -- $1 board, $2 user id, $3 radius, $4 count distinct better tuples (dense ranks).
 WITH me AS (
     SELECT user_id, score, columns, col2, col3, tie, metadata FROM user_scores WHERE board_id = $1 AND NOT hidden AND user_id = $2),
@@ -33,8 +36,11 @@ SELECT (SELECT coalesce(sum(entries), 0)::bigint FROM board_entry_counts WHERE b
          - (SELECT count(*) FROM above) AS ahead,
        (SELECT count(*) FROM user_scores o, head
         WHERE o.board_id = $1 AND NOT o.hidden AND (o.score, o.col2, o.col3) > (head.score, head.col2, head.col3)) AS better,
-       (SELECT count(DISTINCT (o.score, o.col2, o.col3)) FROM user_scores o, head
-        WHERE $4 AND o.board_id = $1 AND NOT o.hidden AND (o.score, o.col2, o.col3) > (head.score, head.col2, head.col3)) AS dense_better,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM user_scores o, head
+            WHERE $4 AND o.board_id = $1 AND NOT o.hidden
+              AND (o.score, o.col2, o.col3) > (head.score, head.col2, head.col3)
+            GROUP BY o.score, o.col2, o.col3) d) AS dense_better,
        p.user_id, p.score, p.columns, p.col2, p.col3, p.tie, p.metadata::text AS metadata
 FROM (SELECT) AS one
 LEFT JOIN page p ON true
