@@ -43,7 +43,7 @@ pub enum ApiError {
     /// A change of the rule (operator, sort, tie break) of a board that has entries (409).
     BoardHasEntries(String),
     /// Links to other boards that cannot be declared (422): `feeds_unknown`, `feeds_columns`,
-    /// `feeds_loop`.
+    /// `feeds_value`, `feeds_loop`.
     InvalidLinks(&'static str, String),
     /// A board the command's board feeds refused it (its own status and code; the body names
     /// the board): nothing was written on any board.
@@ -268,6 +268,7 @@ impl From<DefineError> for ApiError {
             DefineError::HasEntries { .. } => Self::BoardHasEntries(e.to_string()),
             DefineError::FeedsUnknown(_) => Self::InvalidLinks("feeds_unknown", e.to_string()),
             DefineError::FeedsColumns { .. } => Self::InvalidLinks("feeds_columns", e.to_string()),
+            DefineError::FeedsValue { .. } => Self::InvalidLinks("feeds_value", e.to_string()),
             DefineError::FeedsLoop(_) => Self::InvalidLinks("feeds_loop", e.to_string()),
             DefineError::Store(e) => e.into(),
             // PUT replaces whatever is there (`Expect::Any`): neither can happen.

@@ -60,6 +60,14 @@ impl Stack {
 
     /// Declares `board` with `definition` (the JSON body of `PUT /v1/boards/{board}`) through
     /// the API, as a game's deploy would.
+    /// Declares each of `definitions` (board, definition), in order.
+    pub async fn declare_all(&self, definitions: &[(&str, &str)]) -> anyhow::Result<()> {
+        for (board, definition) in definitions {
+            self.declare(board, definition).await?;
+        }
+        Ok(())
+    }
+
     pub async fn declare(&self, board: &str, definition: &str) -> anyhow::Result<()> {
         let mut conn = crate::load::Connection::open(self.addr).await?;
         let answer = conn

@@ -90,6 +90,12 @@ pub fn command_request(_client: usize, _i: u64) -> Vec<u8> {
 /// `POST /v1/boards/{board}/scores` with a new event id, a user drawn uniformly from [`USERS`]
 /// and `field` (`delta` or `score`) set to `value` of 64 random bits.
 pub fn command(board: &str, field: &str, value: impl FnOnce(u64) -> i64) -> Vec<u8> {
+    command_json(board, field, |random| value(random).to_string())
+}
+
+/// [`command`] with the value as JSON text (an array of one value per column, on a board with
+/// columns).
+pub fn command_json(board: &str, field: &str, value: impl FnOnce(u64) -> String) -> Vec<u8> {
     let event = uuid::Uuid::new_v4();
     // The event id's random bits pick the user and the value: no second random source needed.
     let user = event.as_u128() % USERS as u128;
@@ -108,9 +114,18 @@ pub fn command(board: &str, field: &str, value: impl FnOnce(u64) -> i64) -> Vec<
 /// built from two random 64-bit numbers (so one statement uses one id in all three places),
 /// the user and the delta are drawn like the API load's, no trace context.
 fn pgbench_script() -> String {
-    // Highest parameter numbers first: "$1" is a prefix of "$10" and "$11". An undeclared
-    // board's values: revision 0, ties by user id, the exact score range, no metadata.
+    // Highest parameter numbers first: "$1" is a prefix of "$10" to "$19". An undeclared
+    // board's values: revision 0, ties by user id, the exact score range, no metadata, one
+    // column (the other columns' values and bounds 0), sent to the board itself.
     let statement = strip_comments(Operator::Add.statement().sql())
+        .replace("$19", "NULL::uuid")
+        .replace("$18", "0::bigint")
+        .replace("$17", "0::bigint")
+        .replace("$16", "0::bigint")
+        .replace("$15", "0::bigint")
+        .replace("$14", "0::bigint")
+        .replace("$13", "0::bigint")
+        .replace("$12", "1::smallint")
         .replace("$11", "1::bigint")
         .replace("$10", "NULL::text")
         .replace("$9", "9007199254740991::bigint")

@@ -1,8 +1,9 @@
 //! The board kinds side by side: command throughput through the API and commit-to-visible
 //! latency on an undeclared `add` board (today's default), a `best` board, an ascending `best`
 //! board with earliest-first ties (a time trial), an `add` board with a weekly cron reset (what
-//! periods cost a command) and a `latest` board, each on a fresh
-//! database and namespace, in the same run, each as a ratio to the `add` board's figures.
+//! periods cost a command), a `latest` board, a `best` board of three columns, and a linked set
+//! of three `add` boards (one command writes an entry on each), each on a fresh database and
+//! namespace, in the same run, each as a ratio to the `add` board's figures.
 //!
 //! The `best` boards are sent only improving scores (a counter shared by every connection,
 //! rising on the descending board, falling on the ascending one), so each command writes its
@@ -15,7 +16,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::api::Stack;
-use crate::commands::command;
+use crate::commands::{command, command_json};
 use crate::latency::{self, Target};
 use crate::load::{self, percentile};
 
@@ -28,12 +29,18 @@ fn rising() -> i64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-const KINDS: [(&str, Target); 5] = [
+/// A three-column submission: a rising first column (every command improves), the others
+/// drawn.
+fn three_columns(r: u64) -> String {
+    format!("[{},{},{}]", rising(), r % 1_000, (r >> 10) % 10)
+}
+
+const KINDS: [(&str, Target); 7] = [
     (
         "add, descending, ties by user id (undeclared)",
         Target {
             board: "kind-add",
-            definition: None,
+            definitions: &[],
             request: |_, _| command("kind-add", "delta", |r| (r % 100 + 1) as i64),
         },
     ),
@@ -41,7 +48,10 @@ const KINDS: [(&str, Target); 5] = [
         "best, descending, ties by user id",
         Target {
             board: "kind-best",
-            definition: Some(r#"{"operator":"best","min_score":0,"max_score":1000000000000}"#),
+            definitions: &[(
+                "kind-best",
+                r#"{"operator":"best","min_score":0,"max_score":1000000000000}"#,
+            )],
             request: |_, _| command("kind-best", "score", |_| rising()),
         },
     ),
@@ -49,9 +59,10 @@ const KINDS: [(&str, Target); 5] = [
         "best, ascending, earliest first (time trial)",
         Target {
             board: "kind-trial",
-            definition: Some(
+            definitions: &[(
+                "kind-trial",
                 r#"{"operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000000000000}"#,
-            ),
+            )],
             request: |_, _| command("kind-trial", "score", |_| SLOWEST - rising()),
         },
     ),
@@ -63,7 +74,7 @@ const KINDS: [(&str, Target); 5] = [
         "add, weekly cron schedule (0 0 * * MON)",
         Target {
             board: "kind-cron",
-            definition: Some(r#"{"operator":"add","reset":"0 0 * * MON"}"#),
+            definitions: &[("kind-cron", r#"{"operator":"add","reset":"0 0 * * MON"}"#)],
             request: |_, _| command("kind-cron", "delta", |r| (r % 100 + 1) as i64),
         },
     ),
@@ -71,10 +82,42 @@ const KINDS: [(&str, Target); 5] = [
         "latest, descending, earliest first",
         Target {
             board: "kind-latest",
-            definition: Some(
+            definitions: &[(
+                "kind-latest",
                 r#"{"operator":"latest","tie_break":"earliest","min_score":0,"max_score":1000000}"#,
-            ),
+            )],
             request: |_, _| command("kind-latest", "score", |r| (r % 1_000_000) as i64),
+        },
+    ),
+    // Three columns (descending, ascending, descending; earliest first): the tuple compared
+    // whole by best, members spelt with two more keys in Redis. Target: within 10%.
+    (
+        "best, three columns (desc, asc, desc), earliest first",
+        Target {
+            board: "kind-columns",
+            definitions: &[(
+                "kind-columns",
+                r#"{"operator":"best","tie_break":"earliest","columns":[{"name":"points","order":"descending","min":0,"max":1000000000000},{"name":"time_ms","order":"ascending","min":0,"max":1000},{"name":"assists","order":"descending","min":0,"max":10}]}"#,
+            )],
+            request: |_, _| command_json("kind-columns", "score", three_columns),
+        },
+    ),
+    // One command to a board that feeds two others: three statements, entries and outbox rows
+    // in one transaction. Target: at least 0.5 of the add board's rate; the watched board is
+    // the last fed one, so commit-to-visible counts the whole set.
+    (
+        "add, feeding two add boards (a linked set of three)",
+        Target {
+            board: "kind-linked-weekly",
+            definitions: &[
+                ("kind-linked-daily", r#"{"operator":"add"}"#),
+                ("kind-linked-weekly", r#"{"operator":"add"}"#),
+                (
+                    "kind-linked",
+                    r#"{"operator":"add","feeds":["kind-linked-daily","kind-linked-weekly"]}"#,
+                ),
+            ],
+            request: |_, _| command("kind-linked", "delta", |r| (r % 100 + 1) as i64),
         },
     ),
 ];
@@ -140,9 +183,7 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
             let (kind, target) = &KINDS[k];
             eprintln!("commands on a {kind} board, {clients} clients");
             let stack = Stack::start(clients + 4).await?;
-            if let Some(definition) = target.definition {
-                stack.declare(target.board, definition).await?;
-            }
+            stack.declare_all(target.definitions).await?;
             runs[k].push(
                 load::closed_loop(
                     stack.addr,

@@ -58,18 +58,20 @@ pub struct LatencyFigures {
 /// A sampled command waiting to be seen: user, version, when its answer arrived.
 type Waiting = Arc<Mutex<Vec<(String, i64, Instant)>>>;
 
-/// What the load goes to: a board, its definition (`None`: undeclared) and the command each
-/// connection sends (`(connection, i)`).
+/// What the load goes to: the board whose entries are watched becoming visible, the boards
+/// declared first (each with its definition, in order: a board another one feeds comes
+/// before it; none for an undeclared board) and the command each connection sends
+/// (`(connection, i)`).
 pub struct Target {
     pub board: &'static str,
-    pub definition: Option<&'static str>,
+    pub definitions: &'static [(&'static str, &'static str)],
     pub request: fn(usize, u64) -> Vec<u8>,
 }
 
 /// The undeclared `add` board that [`crate::commands`] measured.
 const ADD: Target = Target {
     board: crate::commands::BOARD,
-    definition: None,
+    definitions: &[],
     request: crate::commands::command_request,
 };
 
@@ -118,9 +120,7 @@ pub async fn level(
     target: &Target,
 ) -> anyhow::Result<Level> {
     let stack = Stack::start(CONNECTIONS + 8).await?;
-    if let Some(definition) = target.definition {
-        stack.declare(target.board, definition).await?;
-    }
+    stack.declare_all(target.definitions).await?;
     let cancel = CancellationToken::new();
     let replicas: Vec<_> = (0..REPLICAS)
         .map(|_| start_replica(&stack.settings, &cancel))

@@ -6,9 +6,12 @@
 //! The board is an undeclared one (members are the user ids, so redis-benchmark's random
 //! member names can address them), of [`USERS`] users with about ten per score, sealed by the
 //! real rebuild (`lbctl rebuild`), so every read is answered by the projection; the run checks
-//! that it is before it measures.
+//! that it is before it measures. Each read is then measured again on a board of three columns
+//! (descending, ascending, descending) holding the same users, the same first column and
+//! drawn other columns (members spelt with their tuples, ranks counted by tuple): target, within
+//! 10% of the one-column board's rate.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ledgerboard_core::model::BoardId;
@@ -19,6 +22,20 @@ use crate::api::Stack;
 use crate::load;
 
 const BOARD: &str = "ranks";
+/// The same users on a board of three columns.
+const COLUMNS_BOARD: &str = "ranks-columns";
+const COLUMNS_DEFINITION: &str = r#"{"operator":"best","columns":[{"name":"points","order":"descending"},{"name":"time_ms","order":"ascending"},{"name":"assists","order":"descending"}]}"#;
+/// Which board the requests read: [`COLUMNS_BOARD`] while set. A static, as the request
+/// builders are plain functions.
+static COLUMNS: AtomicBool = AtomicBool::new(false);
+
+fn board() -> &'static str {
+    if COLUMNS.load(Ordering::Relaxed) {
+        COLUMNS_BOARD
+    } else {
+        BOARD
+    }
+}
 /// Users (100,000; 10,000 in a quick run), set once at the start; with redis-benchmark's
 /// `-r`, `p-__rand_int__` names one of them. A static, as the request builders are plain
 /// functions.
@@ -43,6 +60,8 @@ pub struct RankRead {
     /// The same server's trivial answer at the same client count (an unknown path: 404 from
     /// the same router, middleware and load tool): the HTTP ceiling.
     pub ceiling_per_s: f64,
+    /// The same read of the board of three columns.
+    pub three_columns_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -72,14 +91,16 @@ fn get(path: &str) -> Vec<u8> {
 
 fn standing(_: usize, _: u64) -> Vec<u8> {
     get(&format!(
-        "/v1/boards/{BOARD}/users/{}",
+        "/v1/boards/{}/users/{}",
+        board(),
         user(random() % users())
     ))
 }
 
 fn around(_: usize, _: u64) -> Vec<u8> {
     get(&format!(
-        "/v1/boards/{BOARD}/users/{}/around?radius={RADIUS}",
+        "/v1/boards/{}/users/{}/around?radius={RADIUS}",
+        board(),
         user(random() % users())
     ))
 }
@@ -90,12 +111,17 @@ fn friends(_: usize, _: u64) -> Vec<u8> {
     let ids: Vec<String> = (0..FRIENDS)
         .map(|k| user((start + k * 997) % users()))
         .collect();
-    get(&format!("/v1/boards/{BOARD}/users?ids={}", ids.join(",")))
+    get(&format!(
+        "/v1/boards/{}/users?ids={}",
+        board(),
+        ids.join(",")
+    ))
 }
 
 fn page(mode: &str) -> Vec<u8> {
     get(&format!(
-        "/v1/boards/{BOARD}/top?limit={PAGE}&offset={}&rank_mode={mode}",
+        "/v1/boards/{}/top?limit={PAGE}&offset={}&rank_mode={mode}",
+        board(),
         random() % (users() - PAGE)
     ))
 }
@@ -235,6 +261,24 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 }),
                 &words,
             )?;
+            // The same read of the board of three columns, right after.
+            COLUMNS.store(true, Ordering::Relaxed);
+            let columns = async {
+                stack
+                    .answered_by_projection(read.name, &(read.request)(0, 0))
+                    .await?;
+                eprintln!("{} on three columns with {clients} clients", read.name);
+                load::closed_loop(
+                    stack.addr,
+                    clients,
+                    Duration::from_secs_f64(seconds),
+                    200,
+                    read.request,
+                )
+                .await
+            }
+            .await;
+            COLUMNS.store(false, Ordering::Relaxed);
             reads.push(RankRead {
                 read: read.name.to_owned(),
                 reference: read.reference.to_owned(),
@@ -244,6 +288,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 p99_ms: run.percentile(0.99),
                 redis_benchmark_per_s,
                 ceiling_per_s: ceiling(clients),
+                three_columns_per_s: columns?.per_s(),
             });
         }
     }
@@ -256,7 +301,9 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
     })
 }
 
-/// The board in PostgreSQL, then its projection by the real rebuild.
+/// The boards in PostgreSQL, then their projections by the real rebuild. The board of three
+/// columns holds the same first column; its second column orders the other way from the first
+/// (stored negated, as the command statement stores it), its third the same way.
 async fn seed(stack: &Stack) -> anyhow::Result<()> {
     let client = stack.db.client().await;
     client
@@ -267,5 +314,16 @@ async fn seed(stack: &Stack) -> anyhow::Result<()> {
             &[&BOARD, &(users() as i64), &SCORES],
         )
         .await?;
-    stack.rebuild(BOARD)
+    stack.declare(COLUMNS_BOARD, COLUMNS_DEFINITION).await?;
+    client
+        .execute(
+            "INSERT INTO user_scores (board_id, user_id, score, columns, col2, col3, version)
+             SELECT $1, 'p-' || lpad(g::text, 12, '0'), (g * 7919) % $3, 3, -((g * 13) % 7),
+                    (g * 7) % 11, 1
+             FROM generate_series(0, $2::bigint - 1) g",
+            &[&COLUMNS_BOARD, &(users() as i64), &SCORES],
+        )
+        .await?;
+    stack.rebuild(BOARD)?;
+    stack.rebuild(COLUMNS_BOARD)
 }

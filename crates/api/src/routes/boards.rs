@@ -67,7 +67,8 @@ pub struct DefinitionBody {
     pub(crate) columns: Option<Vec<Column>>,
     /// Up to 7 boards that every command to this board also applies to, in the same
     /// transaction, under each one's own rule, bounds and period, with one event id (a
-    /// daily, weekly and all-time set). Each must be declared, rank by the same columns, and
+    /// daily, weekly and all-time set). Each must be declared, rank by the same columns, take
+    /// the same value field (`delta` for add boards, `score` for best and latest ones) and
     /// feed no board itself.
     #[schema(max_items = 7)]
     pub(crate) feeds: Option<Vec<String>>,
@@ -126,7 +127,7 @@ impl DefinitionBody {
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset, time_zone or the columns' number or orders of a board with entries", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_loop`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_value`, `feeds_loop`, `invalid_board_id`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held the change up too long", body = ErrorBody),
     ),

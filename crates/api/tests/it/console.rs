@@ -32,7 +32,7 @@ const LEAKS: [&str; 12] = [
     "os error",
 ];
 
-fn assert_no_leak(what: &str, page: &str) {
+pub(crate) fn assert_no_leak(what: &str, page: &str) {
     for leak in LEAKS {
         assert!(!page.contains(leak), "{what}: shows {leak:?}: {page}");
     }
@@ -73,7 +73,7 @@ fn open(path: &str) -> bool {
     path == "/console/login" || path.starts_with("/console/assets/")
 }
 
-fn request(
+pub(crate) fn request(
     method: &str,
     uri: &str,
     cookie: Option<&str>,
@@ -92,7 +92,7 @@ fn request(
     .expect("request")
 }
 
-const FORM: &str = "application/x-www-form-urlencoded";
+pub(crate) const FORM: &str = "application/x-www-form-urlencoded";
 
 fn location(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::LOCATION).and_then(|v| v.to_str().ok())
@@ -226,7 +226,7 @@ async fn a_signed_in_operators_malformed_form_is_the_consoles_400_page() {
     assert_no_leak("a path of invalid UTF-8", &page);
 }
 
-async fn declare(app: &Router, board: &str, body: Value) {
+pub(crate) async fn declare(app: &Router, board: &str, body: Value) {
     let request = Request::put(format!("/v1/boards/{board}"))
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::AUTHORIZATION, format!("Bearer {TEST_TOKEN}"))
@@ -244,12 +244,12 @@ async fn score(app: &Router, board: &str, user: &str, delta: i64) -> Value {
     answer
 }
 
-async fn page(app: &Router, uri: &str) -> (StatusCode, String) {
+pub(crate) async fn page(app: &Router, uri: &str) -> (StatusCode, String) {
     send_text(app, request("GET", uri, Some(TEST_TOKEN), None)).await
 }
 
 /// The text of the element with `id`, up to its first tag.
-fn text_of<'p>(page: &'p str, id: &str) -> &'p str {
+pub(crate) fn text_of<'p>(page: &'p str, id: &str) -> &'p str {
     let at = page
         .find(&format!("id=\"{id}\""))
         .unwrap_or_else(|| panic!("no #{id}: {page}"));

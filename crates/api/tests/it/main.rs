@@ -9,6 +9,7 @@ mod coalesce;
 mod commands;
 mod common;
 mod console;
+mod console_columns;
 mod daemon;
 mod games;
 mod hardening;

@@ -119,8 +119,43 @@ async fn the_document_covers_every_route_and_its_answers() {
         "ResetOutcome",
         "Standings",
         "Standing",
+        "Submitted",
+        "Column",
+        "FedOutcome",
     ] {
         assert!(schemas.contains_key(s), "no schema {s}");
+    }
+    // Boards with columns (issue 37): a command's value is one integer, an array of them or an
+    // object of them by column name; answers carry every column and each fed board's outcome.
+    let kinds: Vec<&str> = schemas["Submitted"]["oneOf"]
+        .as_array()
+        .expect("Submitted is one of several shapes")
+        .iter()
+        .filter_map(|s| s["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["integer", "array", "object"],
+        "{}",
+        schemas["Submitted"]
+    );
+    for (schema, field) in [
+        ("CommandOutcome", "scores"),
+        ("CommandOutcome", "linked"),
+        ("RankedEntry", "scores"),
+        ("Member", "scores"),
+        ("Standing", "scores"),
+        ("DefinitionBody", "columns"),
+        ("DefinitionBody", "feeds"),
+        ("BoardDefinition", "columns"),
+        ("BoardDefinition", "feeds"),
+        ("ErrorDetail", "board"),
+    ] {
+        assert!(
+            schemas[schema]["properties"].get(field).is_some(),
+            "{schema} has no {field}: {}",
+            schemas[schema]
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! `lbctl migrate` and `lbctl status` as an operator runs them.
 
 mod board;
+mod columns;
 use std::time::Duration;
 
 use ledgerboard_core::config::SharedOnly;

@@ -445,6 +445,19 @@ async fn links_that_would_loop_chain_or_mix_columns_are_refused() {
     definition::update(&env.db, &id("b"), &wider)
         .await
         .expect("bounds change");
+    // A board whose commands carry a delta cannot take a best board's scores.
+    let adds = Declaration {
+        operator: Some(Operator::Add),
+        columns: Some(racing_columns(100)),
+        ..Declaration::default()
+    };
+    definition::declare(&env.db, &id("d"), &adds)
+        .await
+        .expect("d");
+    match update("c", vec!["d"]).await {
+        Err(DefineError::FeedsValue { others, .. }) => assert_eq!(others, vec!["d"]),
+        other => panic!("{other:?}"),
+    }
     // And a board itself is never its own feed.
     assert!(matches!(
         update("c", vec!["c"]).await,

@@ -4,6 +4,7 @@
 //! concurrent commands across real boundaries.
 
 mod boundaries;
+mod columns;
 mod schedule;
 mod standings;
 

@@ -99,7 +99,7 @@ pub enum DefineError {
     Invalid(#[from] DefinitionError),
     /// The change would alter the rule of a board that has entries (api: 409).
     #[error(
-        "board {board} has entries, applied as {operator}, {sort}, ties by {tie_break}, reset {reset} in {time_zone}: its operator, sort, tie_break, reset and time_zone cannot change (bounds and display_name can)"
+        "board {board} has entries, applied as {operator}, {sort}, ties by {tie_break}, reset {reset} in {time_zone}: its operator, sort, tie_break, reset, time_zone and the number and orders of its columns cannot change (bounds, column names and display_name can)"
     )]
     HasEntries {
         board: BoardId,
@@ -117,6 +117,18 @@ pub enum DefineError {
         "{} rank by other columns (names and orders) than {board}: linked boards share their columns", names(.others)
     )]
     FeedsColumns { board: BoardId, others: Vec<String> },
+    /// A board it would feed, or one that feeds it, takes the other value field: a `delta`
+    /// (add) where this board's commands carry a `score` (best, latest), or the other way
+    /// round (api: 422).
+    #[error(
+        "linked boards {} take {} where a command to {board} carries a {}: one command must suit every linked board", .others.join(", "), .theirs, .ours
+    )]
+    FeedsValue {
+        board: BoardId,
+        others: Vec<String>,
+        ours: &'static str,
+        theirs: &'static str,
+    },
     /// The links would chain or loop: a board it would feed feeds others, or it is fed and
     /// would feed (api: 422).
     #[error(
@@ -203,11 +215,17 @@ pub static LOCK_LINKS: Statement<0> = Statement::new(
     [],
 );
 
-/// Parameters: board, feeds, columns (JSON text), sort.
-pub static LINKS: Statement<4> = Statement::new(
+/// Parameters: board, feeds, columns (JSON text), sort, operator.
+pub static LINKS: Statement<5> = Statement::new(
     Op::BoardDefine,
     include_str!("../sql/definition_links.sql"),
-    [Type::TEXT, Type::TEXT_ARRAY, Type::TEXT, Type::TEXT],
+    [
+        Type::TEXT,
+        Type::TEXT_ARRAY,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+    ],
 );
 
 /// Parameters: time zone. Whether PostgreSQL knows the zone.
@@ -381,7 +399,13 @@ async fn check_links(
         .query_one(
             tx,
             &LINKS,
-            [&def.board.as_str(), &feeds, columns, &def.sort.as_str()],
+            [
+                &def.board.as_str(),
+                &feeds,
+                columns,
+                &def.sort.as_str(),
+                &def.operator.as_str(),
+            ],
         )
         .await?;
     let list = |name: &str| -> Result<Vec<String>, DefineError> { Ok(row.try_get(name)?) };
@@ -395,6 +419,23 @@ async fn check_links(
         return Err(DefineError::FeedsColumns {
             board: def.board.clone(),
             others,
+        });
+    }
+    let mut others = list("other_value")?;
+    // As a feeder sees it: the field this board's commands carry is theirs.
+    let fed_by = list("fed_by_other_value")?;
+    others.extend(fed_by);
+    if !others.is_empty() {
+        let ours = def.operator.value_field();
+        return Err(DefineError::FeedsValue {
+            board: def.board.clone(),
+            others,
+            ours,
+            theirs: if ours == "delta" {
+                "a score"
+            } else {
+                "a delta"
+            },
         });
     }
     if let Some(feeding) = list("feeding")?.first() {
