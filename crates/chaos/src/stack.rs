@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use ledgerboard_core::config::{DatabaseSettings, RedisSettings, Settings, parse_postgres_url};
 use ledgerboard_core::db::{self, Database};
-use ledgerboard_core::model::BoardId;
+use ledgerboard_core::model::{BoardId, Key};
 use ledgerboard_core::projection::Seal;
 use ledgerboard_core::projection::Store;
 use ledgerboard_core::projection::inspect::{self, Observed};
@@ -26,10 +26,21 @@ const BOARD_SCORES: &str = include_str!("sql/board_scores.sql");
 
 /// A member as PostgreSQL or Redis holds it: (score, version).
 pub type Members = BTreeMap<String, (i64, i64)>;
-/// A member with its place among equal scores: (score, version, tie). The tie is 0 on boards
-/// whose ties go by user id (`definition::Order`); in Redis it is the one the versions hash
-/// stores (`member::stored`), which names the member's spelling in the sorted set.
-pub type Placed = BTreeMap<String, (i64, i64, i64)>;
+/// A member with its place among equal scores: (score, version, key). The key holds the
+/// board's column count, its other columns in order-key form (`model::Columns::key`; 0 past
+/// the board's columns) and the tie, 0 on boards whose ties go by user id
+/// (`definition::Order`); in Redis it is the one the versions hash stores (`member::stored`),
+/// which names the member's spelling in the sorted set. The whole key is compared: a member
+/// spelt with another column value or tie stands elsewhere among equal scores.
+pub type Placed = BTreeMap<String, (i64, i64, Key)>;
+
+/// What a member that Redis holds unreadably (a score, version or key that is not one the
+/// projection writes) is compared as: never equal to a row.
+pub const UNREADABLE: Key = Key {
+    columns: 0,
+    rest: [i64::MIN; 2],
+    tie: i64::MIN,
+};
 
 pub struct Stack {
     pub db_name: String,
@@ -222,7 +233,8 @@ impl Stack {
         Ok(without_ties(self.placed_source(board).await?))
     }
 
-    /// The board's visible entries as PostgreSQL holds them, with each member's tie.
+    /// The board's visible entries as PostgreSQL holds them, with each member's key (column
+    /// count, other columns, tie).
     pub async fn placed_source(&self, board: &BoardId) -> anyhow::Result<Placed> {
         let client = self.db.client().await?;
         let (_, rows) = self
@@ -232,7 +244,17 @@ impl Stack {
             })
             .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
+            .map(|r| {
+                // A count outside 1..=3 cannot be stored (a CHECK); one that could not be read
+                // as a u8 would compare unequal to any Redis key.
+                let columns: i16 = r.try_get(4)?;
+                let key = Key {
+                    columns: u8::try_from(columns).unwrap_or(0),
+                    rest: [r.try_get(5)?, r.try_get(6)?],
+                    tie: r.try_get(3)?,
+                };
+                Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, key)))
+            })
             .collect()
     }
 
@@ -245,8 +267,8 @@ impl Stack {
     /// The board's seal and its projection, read in one MULTI/EXEC so that no rebuild's
     /// switch or projector write falls between them (`projection::inspect::board_members`,
     /// the tests' read too): the seal says whether these very keys are whole.
-    /// Each member carries the tie its stored value names (`i64::MIN` when that value is not
-    /// one `member::stored` writes).
+    /// Each member carries the key (column count, other columns, tie) its stored value names
+    /// ([`UNREADABLE`] when that value is not one `member::stored` writes).
     pub async fn sealed_projection(&self, board: &BoardId) -> anyhow::Result<(Seal, Placed)> {
         let (seal, stored) = inspect::board_members(&self.store, board).await?;
         Ok((seal, members(stored)))
@@ -273,23 +295,21 @@ impl Stack {
     }
 }
 
-/// Members as the projection stores them; a score, version or tie that is not an integer, or
-/// missing, shows as `i64::MIN` (all three do for a member with no score), so that it never
-/// equals the source.
+/// Members as the projection stores them; a score or version that is not an integer, or
+/// missing, shows as `i64::MIN`, and a key that does not parse as [`UNREADABLE`] (all three do
+/// for a member with no score), so that it never equals the source.
 fn members(stored: BTreeMap<String, Observed>) -> Placed {
     stored
         .into_iter()
         .map(|(user, seen)| {
             let member = match seen.score {
-                None => (i64::MIN, i64::MIN, i64::MIN),
+                None => (i64::MIN, i64::MIN, UNREADABLE),
                 Some(score) => {
-                    let (version, tie) = seen
-                        .stored()
-                        .map_or((i64::MIN, i64::MIN), |(v, key)| (v, key.tie));
+                    let (version, key) = seen.stored().unwrap_or((i64::MIN, UNREADABLE));
                     (
                         inspect::exact_score(score).unwrap_or(i64::MIN),
                         version,
-                        tie,
+                        key,
                     )
                 }
             };

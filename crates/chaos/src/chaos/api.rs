@@ -79,9 +79,14 @@ pub(super) async fn get(
 }
 
 /// Declares the run's declared boards through the api (the run's token has the `admin`
-/// scope), before any command: a board's rule cannot change once it has entries.
+/// scope), before any command: a board's rule cannot change once it has entries. The boards
+/// that feed others come last: a board may only feed boards already declared.
 pub(super) async fn declare(stack: &Stack) -> anyhow::Result<()> {
-    for spec in &SPECS {
+    let fed_first = SPECS
+        .iter()
+        .filter(|s| s.feeds.is_empty())
+        .chain(SPECS.iter().filter(|s| !s.feeds.is_empty()));
+    for spec in fed_first {
         let Some(body) = spec.declaration else {
             continue;
         };
@@ -104,6 +109,29 @@ pub(super) async fn declare(stack: &Stack) -> anyhow::Result<()> {
         );
         // The check computes a period's end from `period_secs`: it must be the reset declared.
         let declared: serde_json::Value = serde_json::from_str(&answer)?;
+        // The checks fold and order by the spec: the api must have declared the same columns
+        // and links.
+        let orders: Vec<&str> = declared["columns"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["order"].as_str()).collect())
+            .unwrap_or_default();
+        let feeds: Vec<&str> = declared["feeds"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|f| f.as_str()).collect())
+            .unwrap_or_default();
+        anyhow::ensure!(
+            orders == spec.columns.iter().map(|o| o.as_str()).collect::<Vec<_>>()
+                && feeds == spec.feeds
+                && declared["tie_break"].as_str() == Some(spec.tie_break.as_str())
+                && declared["max_score"].as_i64() == Some(spec.max_score),
+            "{} was declared as {declared}, the run expects columns {:?}, feeds {:?}, tie break \
+             {:?} and max score {}",
+            spec.name,
+            spec.columns,
+            spec.feeds,
+            spec.tie_break,
+            spec.max_score
+        );
         let reset = spec.period_secs.map(|n| format!("every {n}s"));
         anyhow::ensure!(
             declared["reset"].as_str() == Some(reset.as_deref().unwrap_or("never")),

@@ -1,17 +1,20 @@
-//! The load: one client sends new commands, duplicates and conflicting reuses through the api
-//! until the deadline, and records every answer in the ledger.
+//! The load: one client sends new commands (some past a bound of a board of their linked set,
+//! which must refuse them whole), duplicates and conflicting reuses through the api until the
+//! deadline, and records every answer in the ledger.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ledgerboard_core::board::Value;
+use ledgerboard_core::board::{Value, Values};
 use ledgerboard_harness::http;
 use uuid::Uuid;
 
 use super::api::{REQUEST_LIMIT, SETTLE_LIMIT};
-use super::ledger::{Command, InFlight, Landed, Ledger, Outcome, epoch_secs, lock, outcome};
+use super::ledger::{
+    Command, InFlight, Landed, Ledger, Outcome, answer_problem, epoch_secs, lock, outcome,
+};
 use super::rng::Rng;
-use super::specs::{BOARDS, SCORES, USERS, spec};
+use super::specs::{BOARDS, Spec, USERS, spec};
 
 /// One client: new commands, duplicates of accepted ones, and conflicting reuses, until the
 /// deadline; a command whose answer is lost is sent again until an answer says what happened.
@@ -40,37 +43,31 @@ pub(super) async fn client(
             Some((event, command, first)) if roll < 10 => {
                 (event, command, Sending::Duplicate(first))
             }
-            // A conflicting reuse: the same event id with another value must be refused.
+            // A conflicting reuse: the same event id with another value must be refused, on
+            // every board of a linked set alike.
             Some((event, mut command, _)) => {
-                // Deltas are within ±100: one more is another valid delta (never 0); scores
-                // are below SCORES: one more is within the declared bounds.
-                command.value = if spec(command.board).operator.value() == Value::Delta
-                    && command.value == -1
-                {
-                    1
-                } else {
-                    command.value + 1
-                };
+                command.value = reused(spec(command.board), command.value);
                 (event, command, Sending::Reuse)
             }
             None => {
                 let event = rng.uuid();
                 let board = BOARDS[rng.below(BOARDS.len() as u64) as usize];
                 let user = format!("user-{:03}", rng.below(USERS));
-                let value = if spec(board).operator.value() == Value::Delta {
-                    let magnitude = 1 + rng.below(100) as i64;
-                    if rng.below(2) == 0 {
-                        magnitude
-                    } else {
-                        -magnitude
-                    }
-                } else {
-                    rng.below(SCORES) as i64
-                };
-                (event, Command { board, user, value }, Sending::New)
+                let value = drawn(spec(board), &mut rng);
+                let command = Command { board, user, value };
+                match spec(board).refused_by(value.0) {
+                    Some(by) => (event, command, Sending::Refused(by)),
+                    None => (event, command, Sending::New),
+                }
             }
         };
-        let _in_flight = InFlight::begin(&ledger, command.board, &command.user);
+        // The member of every board the command reaches is in flight: the moderation loop
+        // races removals against them.
+        let set = spec(command.board).feeds.iter().copied();
+        let _in_flight: Vec<InFlight> = std::iter::once(command.board)
+            .chain(set)
+            .map(|board| InFlight::begin(&ledger, board, &command.user))
+            .collect();
         let sent = epoch_secs();
         let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
         let answered = epoch_secs();
@@ -79,9 +76,14 @@ pub(super) async fn client(
         l.retries += retries;
         match kind {
             Sending::Duplicate(first) => {
-                // Period included: a repeat names the first run's period, even after a reset.
+                // Period and fed boards included: a repeat names the first run's period, even
+                // after a reset, and every fed board's first outcome.
                 let same_outcome = first.is_none_or(|f| outcome(&body) == Some(f));
-                if status == Some(200) && body.contains(r#""duplicate":true"#) && same_outcome {
+                if status == Some(200)
+                    && body.contains(r#""duplicate":true"#)
+                    && same_outcome
+                    && answer_problem(spec(command.board), &body).is_none()
+                {
                     l.duplicates_confirmed += 1;
                 } else if status.is_some() {
                     l.violations
@@ -97,6 +99,18 @@ pub(super) async fn client(
                     ));
                 }
             }
+            Sending::Refused(by) => {
+                // Refused whatever the answer (the refusal is the validation's): the check
+                // holds every board to having no event of it.
+                if status.is_some() && !refusal_names(status, &body, by) {
+                    l.violations.push(format!(
+                        "command {event} on {} past the bounds of {} answered {status:?}: {body}",
+                        command.board,
+                        by.unwrap_or(command.board)
+                    ));
+                }
+                l.refused.insert(event, command);
+            }
             Sending::New => match status {
                 // 200: an earlier attempt committed but its answer was lost; the duplicate's
                 // answer is the first run's, period included.
@@ -104,6 +118,12 @@ pub(super) async fn client(
                     if status == Some(201)
                         || retries > 0 && body.contains(r#""duplicate":true"#) =>
                 {
+                    if let Some(problem) = answer_problem(spec(command.board), &body) {
+                        l.violations.push(format!(
+                            "command {event} on {}: {problem}: {body}",
+                            command.board
+                        ));
+                    }
                     let stated = outcome(&body);
                     let period = stated.as_ref().and_then(|o| o.period.clone());
                     match (spec(command.board).period_secs, period) {
@@ -138,10 +158,56 @@ pub(super) async fn client(
     }
 }
 
-/// What a client sends: a new command, a duplicate of an accepted one (with what its first
-/// answer stated), or a reuse of an accepted one's id with another value.
+/// A new command's value for `spec`'s board: on an add board a delta within ±100 (never 0)
+/// per column, else a score below the board's draw per column; the other columns in
+/// order-key form.
+fn drawn(spec: &Spec, rng: &mut Rng) -> Values {
+    let raw: Vec<i64> = (0..spec.columns().count())
+        .map(|_| {
+            if spec.operator.value() == Value::Delta {
+                let magnitude = 1 + rng.below(100) as i64;
+                if rng.below(2) == 0 {
+                    magnitude
+                } else {
+                    -magnitude
+                }
+            } else {
+                rng.below(spec.draw.unsigned_abs()) as i64
+            }
+        })
+        .collect();
+    spec.keyed(&raw)
+}
+
+/// A conflicting reuse's value: the board's last column one more (a delta of -1 becomes 1, so
+/// never 0). Scores are below the board's draw, and the draw is below every bound declared, so
+/// the value stays one every board of the set takes: the refusal is the reuse's, 409, not a
+/// bound's, 422.
+pub(super) fn reused(spec: &Spec, value: Values) -> Values {
+    let mut raw = spec.raw(value);
+    if let Some(last) = raw.last_mut() {
+        *last = if spec.operator.value() == Value::Delta && *last == -1 {
+            1
+        } else {
+            *last + 1
+        };
+    }
+    spec.keyed(&raw)
+}
+
+/// Whether an answer is the refusal of a value past a board's bounds: 422, naming the fed
+/// board that refused it (`error.board`), or no board when the board sent to refused it.
+fn refusal_names(status: Option<u16>, body: &str, by: Option<&str>) -> bool {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    status == Some(422) && v["error"]["board"].as_str() == by
+}
+
+/// What a client sends: a new command, one that a board of its set must refuse (by the board
+/// sent to, None, or by the fed board named), a duplicate of an accepted one (with what its
+/// first answer stated), or a reuse of an accepted one's id with another value.
 enum Sending {
     New,
+    Refused(Option<&'static str>),
     Duplicate(Option<Outcome>),
     Reuse,
 }
@@ -156,10 +222,18 @@ pub(super) async fn send(
     command: &Command,
     deadline: Instant,
 ) -> (Option<u16>, String, u64) {
-    let field = spec(command.board).operator.value_field();
+    let spec = spec(command.board);
+    let field = spec.operator.value_field();
+    // One integer on a board of one column, an array in the columns' order on one with
+    // columns.
+    let value = if spec.columns().several() {
+        serde_json::json!(spec.raw(command.value))
+    } else {
+        serde_json::json!(command.value.0)
+    };
     let body = format!(
-        r#"{{"event_id":"{event}","user_id":"{}","{field}":{}}}"#,
-        command.user, command.value
+        r#"{{"event_id":"{event}","user_id":"{}","{field}":{value}}}"#,
+        command.user
     );
     let path = format!("/v1/boards/{}/scores", command.board);
     let mut retries = 0;

@@ -104,7 +104,7 @@ pub(super) async fn before_repair(
                 } else if f["source"] == "database" {
                     out.read_from_database += 1;
                 }
-                let want = ranking(spec_of(id).unwrap_or(&SPECS[0]).sort, &source);
+                let want = ranking(spec_of(id).unwrap_or(&SPECS[0]).order(), &source);
                 let got = page_scores(&read["entries"]);
                 if got != want {
                     out.problems.push(format!(
@@ -149,8 +149,9 @@ pub(super) async fn before_repair(
 }
 
 /// The members where the projection differs from the source, each with its description.
-/// Scores, versions and ties are compared: on an earliest board a member spelt with another tie
-/// stands elsewhere among equal scores.
+/// Scores, versions and keys are compared: on a board with columns a member spelt with another
+/// value of another column, and on an earliest board one spelt with another tie, stands
+/// elsewhere among equal scores (and a read would state other `scores`).
 fn projection_differences(
     board: &str,
     source: &Placed,
@@ -222,9 +223,13 @@ pub(super) async fn after_moderation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ledgerboard_core::model::Key;
 
     fn placed(entries: &[(&str, (i64, i64, i64))]) -> Placed {
-        entries.iter().map(|(u, v)| ((*u).to_owned(), *v)).collect()
+        entries
+            .iter()
+            .map(|(u, (s, v, t))| ((*u).to_owned(), (*s, *v, Key::tie(*t))))
+            .collect()
     }
 
     #[test]
@@ -252,11 +257,42 @@ mod tests {
         assert_eq!(users, ["u1", "u2", "u3", "u4", "u5"]);
         assert_eq!(
             differences[3].1,
-            "c/u4: Redis holds None before repair, PostgreSQL (1, 1, -4)"
+            "c/u4: Redis holds None before repair, PostgreSQL (1, 1, Key { columns: 1, rest: [0, 0], tie: -4 })"
         );
         assert_eq!(
             differences[4].1,
             "c/u5: Redis holds a member PostgreSQL does not, before repair"
         );
+    }
+
+    #[test]
+    fn every_other_column_and_the_column_count_are_compared() {
+        let at = |columns: u8, rest: [i64; 2]| {
+            (
+                4,
+                2,
+                Key {
+                    columns,
+                    rest,
+                    tie: -1,
+                },
+            )
+        };
+        let source: Placed = [
+            ("u1", at(3, [-1, 3])),
+            ("u2", at(3, [-1, 3])),
+            ("u3", at(3, [-1, 3])),
+        ]
+        .into_iter()
+        .map(|(u, v)| (u.to_owned(), v))
+        .collect();
+        let mut projection = source.clone();
+        // Another second column, another third, and the same values spelt as two columns.
+        projection.insert("u1".to_owned(), at(3, [-2, 3]));
+        projection.insert("u2".to_owned(), at(3, [-1, 4]));
+        projection.insert("u3".to_owned(), at(2, [-1, 3]));
+        let differences = projection_differences("e", &source, &projection);
+        let users: Vec<&str> = differences.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(users, ["u1", "u2", "u3"]);
     }
 }

@@ -26,6 +26,15 @@
 //! give that ranking too. Bans reach every period of their user; a removal names a board, and
 //! the api removes nothing from a period yet, which the check holds it to.
 //!
+//! Columns and linked boards (issue 37): `chaos-e` ranks by three columns of three orders, and
+//! `chaos-f` feeds `chaos-g` and `chaos-h` (each also posted to directly), so every fault above
+//! meets them too (`specs`). Every check that compares a member compares its whole tuple: the
+//! score, the other columns and the column count, in PostgreSQL against the board's rule, and
+//! in Redis against PostgreSQL before any repair; reads are compared in the whole tuple's order
+//! with each entry's `scores`. A linked command is all or nothing: accepted, it has an event
+//! on every fed board (`recorded`), which counts under that board's own rule; refused (a value
+//! past `chaos-h`'s bounds) or never accepted, it has none on any.
+//!
 //! It runs on a database of its own and a redis-server of its own (on a free port), so it can
 //! flush and crash Redis without touching anyone's data.
 
@@ -41,6 +50,7 @@ mod metrics;
 mod moderation;
 mod moderator;
 mod ranking;
+mod recorded;
 mod report;
 mod rng;
 mod seasons;
@@ -170,7 +180,7 @@ async fn chaos(
     let before = before_repair(stack, &boards, &run.probes.corrupted).await?;
     let (after_applied, after) = run.moderate_after_the_faults(&boards).await?;
     let pass = run.final_pass(&boards).await?;
-    let (ledger, mismatches) = run
+    let (ledger, checked, mismatches) = run
         .verdict(&injected, &before, &after, &pass, &drained)
         .await?;
     let markdown = report::markdown(&report::Figures {
@@ -189,6 +199,7 @@ async fn chaos(
         after_applied,
         after: &after,
         pass: &pass,
+        checked: &checked,
         mismatches: &mismatches,
     });
     Ok(Report {
@@ -390,7 +401,7 @@ impl<'a> Run<'a> {
     /// Every mismatch, in the report's order: the answers, the probes, the comparisons, the
     /// pass, the final check, the periods and the drain. Writes the moderation ledger beside
     /// the report, and keeps the daemons' logs when there is a mismatch. Returns the ledger
-    /// with the mismatches.
+    /// and what the final check covered, with the mismatches.
     async fn verdict(
         &mut self,
         injected: &BTreeMap<Fault, u64>,
@@ -398,7 +409,7 @@ impl<'a> Run<'a> {
         after: &AfterModeration,
         pass: &FinalPass,
         drained: &Drained,
-    ) -> anyhow::Result<(Ledger, Vec<String>)> {
+    ) -> anyhow::Result<(Ledger, check::Checked, Vec<String>)> {
         let ledger = std::mem::take(
             &mut *self
                 .ledger
@@ -427,7 +438,8 @@ impl<'a> Run<'a> {
                 "the final pass repaired {repairs} member(s), more than the {corruptions} corruption(s) injected"
             ));
         }
-        mismatches.extend(check::check(self.stack, &ledger, &self.clock, &mut self.seasons).await?);
+        let checked = check::check(self.stack, &ledger, &self.clock, &mut self.seasons).await?;
+        mismatches.extend(checked.problems.iter().cloned());
         mismatches.extend(self.seasons.problems.iter().cloned());
         // The moderation ledger, each action with what the api answered and when, beside the
         // report.
@@ -464,7 +476,7 @@ impl<'a> Run<'a> {
             );
             report::keep_logs(out, &daemons);
         }
-        Ok((ledger, mismatches))
+        Ok((ledger, checked, mismatches))
     }
 }
 

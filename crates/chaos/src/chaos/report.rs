@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use ledgerboard_core::model::BoardId;
 use ledgerboard_harness::Daemon;
 
+use super::check::Checked;
 use super::compare::{AfterModeration, BeforeRepair};
 use super::drain::Drained;
 use super::faults::{Fault, Probes, corruptions};
@@ -15,6 +16,7 @@ use super::ledger::Ledger;
 use super::metrics::{FinalPass, drift};
 use super::moderation;
 use super::seasons::SeasonChecks;
+use super::specs::SPECS;
 
 /// Everything the report states, as the phases of the run left it.
 pub(super) struct Figures<'a> {
@@ -36,6 +38,8 @@ pub(super) struct Figures<'a> {
     pub(super) after_applied: usize,
     pub(super) after: &'a AfterModeration,
     pub(super) pass: &'a FinalPass,
+    /// What the final check covered, board by board.
+    pub(super) checked: &'a Checked,
     pub(super) mismatches: &'a [String],
 }
 
@@ -62,11 +66,17 @@ pub(super) fn markdown(f: &Figures) -> String {
         "Boards: chaos-a undeclared add (deltas); chaos-b declared best, ascending, earliest \
          (scores 0 to 199); chaos-c declared latest, descending, earliest (scores 0 to 199); \
          chaos-d declared best, descending, earliest, reset every 2 s (scores 0 to 199), each \
-         period a board of its own (`chaos-d~<period id>`), compared as one.\n\n",
+         period a board of its own (`chaos-d~<period id>`), compared as one; chaos-e declared \
+         best over three columns (laps descending, time ascending, pits descending; values 0 to \
+         4 in each), earliest; chaos-f declared best over two columns (laps descending, time \
+         ascending; values 0 to 19), earliest, feeding chaos-g (latest, earliest) and chaos-h \
+         (best, ties by user id, at most 18 laps, so a command of 19 laps to chaos-f is refused \
+         whole), both also posted to directly.\n\n",
     );
     md.push_str("| figure | value |\n|---|---|\n");
     let rows = [
         load_rows(f),
+        board_rows(f),
         moderation_rows(f),
         probe_rows(f),
         comparison_rows(f),
@@ -121,6 +131,65 @@ fn load_rows(f: &Figures) -> Vec<(&'static str, String)> {
         (
             "commands left unresolved",
             ledger.unresolved.len().to_string(),
+        ),
+    ]
+}
+
+/// Per board: the commands accepted on it, and what the final check held it to.
+fn board_rows(f: &Figures) -> Vec<(&'static str, String)> {
+    let Figures {
+        ledger, checked, ..
+    } = f;
+    let per_board = |board: &str| {
+        let sent = |m: &std::collections::HashMap<uuid::Uuid, super::ledger::Command>| {
+            m.values().filter(|c| c.board == board).count()
+        };
+        (sent(&ledger.accepted), sent(&ledger.refused))
+    };
+    let accepted = SPECS
+        .iter()
+        .map(|s| {
+            let (accepted, refused) = per_board(s.name);
+            let refused = if s.feeds.is_empty() && refused == 0 {
+                String::new()
+            } else {
+                format!(" ({refused} refused)")
+            };
+            format!("{} {accepted}{refused}", s.name)
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Periods of a board that resets are summed under it.
+    let mut held: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    for (board, (members, commands)) in &checked.boards {
+        let base = board.split('~').next().unwrap_or(board).to_owned();
+        let h = held.entry(base).or_default();
+        *h = (h.0 + 1, h.1 + members, h.2 + commands);
+    }
+    let held = held
+        .iter()
+        .map(|(board, (ids, members, commands))| {
+            let periods = if *ids > 1 {
+                format!(" in {ids} periods")
+            } else {
+                String::new()
+            };
+            format!("{board} {members}/{commands}{periods}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        (
+            "commands accepted per board sent to (refused: past a bound of a board of its set, nothing written)",
+            accepted,
+        ),
+        (
+            "final check per board: members / commands (direct and fed) held to its rule",
+            held,
+        ),
+        (
+            "final check: events fed by a linked command / refused commands with no event on any board",
+            format!("{} / {}", checked.fed_events, checked.refused),
         ),
     ]
 }
@@ -355,7 +424,8 @@ const CHECKED: &str = "\nDuring the load one moderation loop bans, unbans and re
          action applied, with the api's answer and when it came, is in `moderation.json` beside \
          this report.\n\n\
          Before any reconciliation pass (none ran during the load), after the drain: every whole \
-         board equals `user_scores`' visible entries except at members chaos corrupted; every \
+         board equals `user_scores`' visible entries (score, every other column, column count, \
+         version and tie) except at members chaos corrupted; every \
          board not whole is read through the api from PostgreSQL with PostgreSQL's visible \
          entries, then rebuilt by the requested rebuild and equal. Then, every board whole, a last \
          ban, removal and unban (none at a corrupted member), drained, and every board whole and \
@@ -366,18 +436,23 @@ const CHECKED: &str = "\nDuring the load one moderation loop bans, unbans and re
          member is what its board's rule makes of the accepted commands recorded above the \
          version its last removal left in `removed_entries` (chaos-a, add: the sum of the deltas; \
          chaos-b, best ascending: the lowest submission, each event recorded improving beating \
-         the one before; chaos-c, latest: the submission of the highest recorded version; the \
-         version is the removal's, plus one per command (improving one on chaos-b), plus one per \
+         the one before; chaos-c, latest: the submission of the highest recorded version; \
+         chaos-e, chaos-f and chaos-h, best: the best whole tuple in the board's order, never a \
+         mix of two submissions; chaos-g, latest: the whole tuple of the highest recorded \
+         version; every column compared; the \
+         version is the removal's, plus one per command (improving one on a best board), plus one per \
          ban or unban whose answer lists the entry since), and a member removed with no command \
          after has no row; `banned_users` holds exactly the users whose last applied ban or \
          unban is a ban, their entries are hidden with their scores intact and every other entry \
          is visible; `removed_entries` holds exactly the members a removal took an entry from; \
          each answer agrees with the state the actions before it left (a ban changes something \
          only for a user not banned, a removed entry was hidden only if its user was banned); \
-         ties are 0 on chaos-a and on the earliest boards unique and of the board's sign; every \
-         board's sorted set and version hash equal `user_scores`' visible entries (score, version \
-         and tie), so no banned user and no removed entry is in Redis, and a bounded top read \
-         lists them in order and no banned user; after the drain no outbox row is parked, and \
+         ties are 0 on chaos-a and chaos-h and on the earliest boards unique and of the board's \
+         sign, and each row holds its board's column count and 0 past its columns; every \
+         board's sorted set and version hash equal `user_scores`' visible entries (score, every \
+         other column, column count, version and tie), so no banned user and no removed entry is \
+         in Redis, and a bounded top read lists them in the whole tuple's order, with their \
+         `scores`, and no banned user; after the drain no outbox row is parked, and \
          none is pending except at members chaos corrupted, whose rows the projection script \
          refuses until the repair (fail closed). The backlog fault is this run's scale; a \
          backlog of 1,000,000 rows is tested in `crates/api/tests/projection_truth.rs`.\n\n\
@@ -395,7 +470,16 @@ const CHECKED: &str = "\nDuring the load one moderation loop bans, unbans and re
          standings read through the api \
          are the period's visible entries in its order, and a `period=<id>` top read gives \
          them too. A removal naming chaos-d takes nothing (its entries are in its periods, \
-         which the api cannot name yet).\n";
+         which the api cannot name yet).\n\n\
+         Linked boards: a command to chaos-f applies to chaos-g and chaos-h too, all or nothing. \
+         Each accepted one has its event on chaos-f and one on each fed board (the id \
+         `fed_event(id, board)`, `source_event` its id), the same command, which counts under \
+         that board's own rule beside the commands posted to it directly; its answer lists both \
+         fed boards in declared order, each with the version and `improved` their event \
+         recorded; a duplicate answers the first outcome of every board, a conflicting reuse \
+         (another time) is refused 409; a command of 19 laps is refused 422 naming chaos-h and \
+         has no event on any board, nor has one that was never accepted; and every fed event \
+         belongs to an accepted command of chaos-f.\n";
 
 /// A run with mismatches keeps every daemon's log beside its report, and prints the last lines
 /// of each to stderr, which the contract test shows when it fails: a CI failure that cannot be

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ledgerboard_core::board::periods;
-use ledgerboard_core::model::BoardId;
+use ledgerboard_core::model::{BoardId, Key};
 
 use super::api::{bounded_read, get};
 use super::drain::wait_drained;
 use super::expected::diff;
 use super::ledger::{Ledger, epoch_secs};
 use super::ranking::{page_scores, ranking};
-use super::specs::{SPECS, spec, spec_of};
+use super::specs::{SPECS, Spec, spec, spec_of};
 use crate::stack::{Placed, Stack};
 
 const PERIOD_CLOSES: &str = include_str!("../sql/period_closes.sql");
@@ -121,7 +121,7 @@ pub(super) async fn period_reads(stack: &Stack, seasons: &mut SeasonChecks) -> a
                 ));
             }
             let got = page_scores(&read["entries"]);
-            let want = ranking(spec.sort, &stack.placed_source(&id).await?);
+            let want = ranking(spec.order(), &stack.placed_source(&id).await?);
             if got != want {
                 seasons.problems.push(format!(
                     "{id}: the read with period={which} gave {} entries, not PostgreSQL's {} in \
@@ -254,17 +254,7 @@ pub(super) async fn check_closes(
         let spec = spec_of(id).unwrap_or(&SPECS[0]);
         let frozen: Placed = answer["standings"]
             .as_array()
-            .map(|s| {
-                s.iter()
-                    .map(|e| {
-                        let n = |k: &str| e[k].as_i64().unwrap_or(i64::MIN);
-                        (
-                            e["user_id"].as_str().unwrap_or_default().to_owned(),
-                            (n("score"), n("version"), n("tie")),
-                        )
-                    })
-                    .collect()
-            })
+            .map(|s| s.iter().map(|e| standing(spec, e)).collect())
             .unwrap_or_default();
         let mut differences = Vec::new();
         diff(
@@ -274,7 +264,7 @@ pub(super) async fn check_closes(
             &source,
             &frozen,
         );
-        let in_order = page_scores(&answer["standings"]) == ranking(spec.sort, &source);
+        let in_order = page_scores(&answer["standings"]) == ranking(spec.order(), &source);
         if status == Some(200)
             && in_order
             && differences.is_empty()
@@ -293,6 +283,33 @@ pub(super) async fn check_closes(
         }
     }
     Ok(())
+}
+
+/// One line of a closed period's standings as the member it states: its score, version and
+/// key (the board's columns, the values of its `scores` past the first in order-key form, its
+/// tie); what is not there reads as `i64::MIN`, so that it never equals the source.
+fn standing(spec: &Spec, e: &serde_json::Value) -> (String, (i64, i64, Key)) {
+    let n = |k: &str| e[k].as_i64().unwrap_or(i64::MIN);
+    let columns = spec.columns();
+    let scores: Vec<i64> = e["scores"]
+        .as_array()
+        .map(|s| s.iter().map(|v| v.as_i64().unwrap_or(i64::MIN)).collect())
+        .unwrap_or_default();
+    let mut rest = [0; 2];
+    for (i, slot) in rest.iter_mut().enumerate().take(columns.count() - 1) {
+        *slot = scores
+            .get(i + 1)
+            .map_or(i64::MIN, |v| columns.key(i + 1, *v));
+    }
+    let key = Key {
+        columns: columns.count() as u8,
+        rest,
+        tie: n("tie"),
+    };
+    (
+        e["user_id"].as_str().unwrap_or_default().to_owned(),
+        (n("score"), n("version"), key),
+    )
 }
 
 /// The accepted commands on a board that resets, held to their time in flight: the period an

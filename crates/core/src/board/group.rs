@@ -37,9 +37,9 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::apply::{Answer, Bound, answer};
+use super::apply::Bound;
 use super::command::ScoreCommand;
-use super::link::{Judged, Refused, apply_set, judge};
+use super::link::{Judged, Refused, apply_set, judge_rows};
 use super::operator::PARAMETER_COUNT;
 use crate::db::metrics;
 use crate::db::pipeline::Finish;
@@ -199,27 +199,15 @@ async fn together(db: &Database, group: &[Pending]) -> Result<Option<Vec<Judged>
         .map(|(slot, b)| (cmd(slot).operator.statement(), b.params()))
         .collect();
     pipeline::together_then(db, Op::CommandGroup, &runs, |rows| {
-        let mut answers: Vec<Vec<Option<Result<Answer, StoreError>>>> = group
-            .iter()
-            .map(|p| (0..p.set.len()).map(|_| None).collect())
-            .collect();
+        let mut answered: Vec<Vec<(usize, &tokio_postgres::Row)>> =
+            group.iter().map(|p| Vec::with_capacity(p.set.len())).collect();
         for (&(p, i), row) in slots.iter().zip(&rows) {
-            answers[p][i] = Some(answer(&group[p].set[i], row));
+            answered[p].push((i, row));
         }
         let judged: Vec<Judged> = group
             .iter()
-            .zip(answers)
-            .map(|(p, answers)| {
-                let answers = answers
-                    .into_iter()
-                    .map(|a| {
-                        a.unwrap_or_else(|| {
-                            Err(StoreError::Internal("a run did not answer".into()))
-                        })
-                    })
-                    .collect();
-                judge(&p.set, answers)
-            })
+            .zip(answered)
+            .map(|(p, rows)| judge_rows(&p.set, rows))
             .collect();
         let undone = group
             .iter()

@@ -142,7 +142,7 @@ pub async fn apply_set(
     loop {
         attempt += 1;
         let judged = pipeline::together_then(db, Op::ScoreCommand, &runs, |rows| {
-            let judged = judge_rows(set, &order, &rows);
+            let judged = judge_rows(set, order.iter().copied().zip(&rows));
             let finish = match judged {
                 Judged::Keep(_) => Finish::Commit,
                 _ => Finish::Rollback,
@@ -170,12 +170,18 @@ pub async fn apply_set(
     }
 }
 
-/// [`judge`] of rows answered in run order (`order[k]`: the set's command row `k` answers).
-pub(super) fn judge_rows(set: &[ScoreCommand], order: &[usize], rows: &[Row]) -> Judged {
+/// [`judge`] of the rows a set's statements answered, each beside the place of its command in
+/// the set (they ran in another order).
+pub(super) fn judge_rows<'r>(
+    set: &[ScoreCommand],
+    rows: impl IntoIterator<Item = (usize, &'r Row)>,
+) -> Judged {
     let mut answers: Vec<Option<Result<Answer, StoreError>>> =
         (0..set.len()).map(|_| None).collect();
-    for (&i, row) in order.iter().zip(rows) {
-        answers[i] = Some(answer(&set[i], row));
+    for (i, row) in rows {
+        if let Some(slot) = answers.get_mut(i) {
+            *slot = Some(answer(&set[i], row));
+        }
     }
     let answers = answers
         .into_iter()

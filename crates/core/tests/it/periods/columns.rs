@@ -80,7 +80,8 @@ async fn a_close_of_a_board_with_columns_freezes_and_seals_every_column() {
         .await
         .expect("standings");
     // cid (11 laps) first; bob and dan tied on both columns, bob first (earlier); then ann.
-    let got: Vec<(i64, i64, i64, &str, Option<Vec<i64>>)> = rows
+    type Line<'a> = (i64, i64, i64, &'a str, Option<Vec<i64>>);
+    let got: Vec<Line> = rows
         .iter()
         .map(|r| {
             (
