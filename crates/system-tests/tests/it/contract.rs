@@ -95,6 +95,24 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
     assert!(faults.iter().all(|n| *n > 0), "{report}");
     let accepted: u64 = figure(&report, "commands accepted").parse().unwrap_or(0);
     assert!(accepted > 500, "{report}");
+    // Boards with columns and linked boards (issue 37): the three-column board and each board
+    // of the linked set took commands, the fed boards took the linked ones too, and a value the
+    // set's last board refuses was refused whole (nothing written on any board: 0 mismatches).
+    let per_board = figure(&report, "commands accepted per board sent to");
+    for board in ["chaos-e", "chaos-f", "chaos-g", "chaos-h"] {
+        let n: u64 = per_board
+            .split(&format!("{board} "))
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(n > 20, "{board}: {per_board}\n{report}");
+    }
+    let (fed, refused) = pair(figure(
+        &report,
+        "final check: events fed by a linked command / refused commands",
+    ));
+    assert!(fed > 20 && refused >= 1, "{report}");
 
     // Moderation raced the commands: at least one of each action applied, a repeat answered
     // 200 with the first outcome and a reused id refused 409 (0 mismatches above covers the
@@ -121,7 +139,7 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
         "{report}"
     );
     // Periods: chaos-d resets every 2 s, so 12 s of load fill several periods, each compared
-    // as a board of its own below (the 3 boards that do not reset, plus its periods).
+    // as a board of its own below (the 7 boards that do not reset, plus its periods).
     let (periods, rest) = figure(
         &report,
         "periods: chaos-d periods with entries / accepted commands per period",
@@ -132,7 +150,7 @@ fn a_short_chaos_run_keeps_the_contract_under_every_fault() {
     assert!(periods >= 4, "{report}");
     let (fewest, _) = pair(rest);
     assert!(fewest >= 1, "{report}");
-    let boards = 3 + periods;
+    let boards = 7 + periods;
     // The pass closed every period with entries (or, for one whose rows a corruption held, the
     // run did after the drain); each close verifies, and its frozen standings, and a
     // `period=<id>` read, are the period's ranking.
