@@ -199,8 +199,10 @@ async fn together(db: &Database, group: &[Pending]) -> Result<Option<Vec<Judged>
         .map(|(slot, b)| (cmd(slot).operator.statement(), b.params()))
         .collect();
     pipeline::together_then(db, Op::CommandGroup, &runs, |rows| {
-        let mut answered: Vec<Vec<(usize, &tokio_postgres::Row)>> =
-            group.iter().map(|p| Vec::with_capacity(p.set.len())).collect();
+        let mut answered: Vec<Vec<(usize, &tokio_postgres::Row)>> = group
+            .iter()
+            .map(|p| Vec::with_capacity(p.set.len()))
+            .collect();
         for (&(p, i), row) in slots.iter().zip(&rows) {
             answered[p].push((i, row));
         }
