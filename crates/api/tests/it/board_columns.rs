@@ -11,7 +11,7 @@ use crate::common;
 
 use axum::Router;
 use axum::http::StatusCode;
-use common::{TestEnv, app_with, get};
+use common::{TestEnv, app_with, get, same_answer, urlencode};
 use ledgerboard_core::board::definition::{Columns, Order, Sort, TieBreak};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::model::{BoardId, Key, MAX_ABS_SCORE};
@@ -206,37 +206,6 @@ async fn board(env: &TestEnv, kind: &Kind, entries: &[Entry]) {
     common::seal(env, &kind.board).await;
 }
 
-/// The same read from both paths: both 200, the projection whole, and equal answers but for
-/// `freshness`.
-async fn both(app: &Router, uri: &str) -> Value {
-    let sep = if uri.contains('?') { '&' } else { '?' };
-    let (s1, mut projection) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
-    let (s2, mut database) = get(app, &format!("{uri}{sep}consistency=strong")).await;
-    assert_eq!(
-        (s1, s2),
-        (StatusCode::OK, StatusCode::OK),
-        "{uri}: {projection} {database}"
-    );
-    assert_eq!(projection["freshness"]["projection"], "whole", "{uri}");
-    assert_eq!(database["freshness"]["source"], "database", "{uri}");
-    projection["freshness"].take();
-    database["freshness"].take();
-    assert_eq!(projection, database, "{uri}");
-    database
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Every read of one board in every mode, both paths, and the walk against `expected`.
 async fn compare(app: &Router, kind: &Kind, rows: &[Entry], expected: &[Entry]) {
     let b = &kind.board;
@@ -245,7 +214,7 @@ async fn compare(app: &Router, kind: &Kind, rows: &[Entry], expected: &[Entry]) 
     for mode in MODES {
         let ranks = expected_ranks(kind.order, expected, mode);
         for (offset, limit) in [(4_321, 100), (9_990, 1_000)] {
-            let page = both(
+            let page = same_answer(
                 app,
                 &format!("/v1/boards/{b}/top?offset={offset}&limit={limit}&rank_mode={mode}"),
             )
@@ -256,7 +225,7 @@ async fn compare(app: &Router, kind: &Kind, rows: &[Entry], expected: &[Entry]) 
         let mut walked = Vec::new();
         let mut uri = format!("/v1/boards/{b}/top?limit=1000&rank_mode={mode}");
         loop {
-            let page = both(app, &uri).await;
+            let page = same_answer(app, &uri).await;
             walked.extend(page["entries"].as_array().expect("entries").clone());
             match page["next"].as_str() {
                 Some(next) => {
@@ -310,7 +279,7 @@ async fn compare(app: &Router, kind: &Kind, rows: &[Entry], expected: &[Entry]) 
                 .encode()
             };
             let tie = if earliest { tie } else { 0 };
-            both(
+            same_answer(
                 app,
                 &format!(
                     "/v1/boards/{b}/top?limit=50&rank_mode={mode}&after={}",
@@ -340,13 +309,13 @@ async fn compare(app: &Router, kind: &Kind, rows: &[Entry], expected: &[Entry]) 
         }
         for e in rows.iter().step_by(2_500) {
             let path = format!("/v1/boards/{b}/users/{}", urlencode(&e.user));
-            let member = both(app, &format!("{path}?rank_mode={mode}")).await;
+            let member = same_answer(app, &format!("{path}?rank_mode={mode}")).await;
             assert_eq!(member["scores"], json!(e.values[..n]), "{b}");
-            both(app, &format!("{path}/around?radius=7&rank_mode={mode}")).await;
+            same_answer(app, &format!("{path}/around?radius=7&rank_mode={mode}")).await;
         }
         for chunk in rows.chunks(97).skip(50).take(1) {
             let ids: Vec<String> = chunk.iter().map(|e| urlencode(&e.user)).collect();
-            let answer = both(
+            let answer = same_answer(
                 app,
                 &format!(
                     "/v1/boards/{b}/users?ids={},nobody&rank_mode={mode}",
@@ -444,8 +413,8 @@ async fn both_paths_agree_on_every_read_of_boards_with_columns() {
             kind.board, fixed.totals
         );
         for mode in MODES {
-            both(&app, &format!("{path}?rank_mode={mode}")).await;
-            both(&app, &format!("{path}/around?radius=20&rank_mode={mode}")).await;
+            same_answer(&app, &format!("{path}?rank_mode={mode}")).await;
+            same_answer(&app, &format!("{path}/around?radius=20&rank_mode={mode}")).await;
         }
     }
 }

@@ -6,13 +6,11 @@
 
 use crate::common;
 
-use axum::Router;
 use axum::http::StatusCode;
-use common::{TestEnv, app_with, get};
+use common::{TestEnv, app_with, get, same_answer, urlencode};
 use ledgerboard_core::board::definition::{Order, Sort, TieBreak};
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::ranking::Cursor;
-use serde_json::Value;
 
 /// A board kind: its id, its definition row (None: undeclared) and its order.
 struct Kind {
@@ -140,38 +138,6 @@ async fn board(env: &TestEnv, kind: &Kind, entries: &[Entry]) {
     common::seal(env, kind.board).await;
 }
 
-/// The same read from both paths: both 200, the projection whole, and equal answers but for
-/// `freshness`.
-async fn both(app: &Router, uri: &str) -> Value {
-    let sep = if uri.contains('?') { '&' } else { '?' };
-    let (s1, mut projection) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
-    let (s2, mut database) = get(app, &format!("{uri}{sep}consistency=strong")).await;
-    assert_eq!(
-        (s1, s2),
-        (StatusCode::OK, StatusCode::OK),
-        "{uri}: {projection} {database}"
-    );
-    assert_eq!(projection["freshness"]["source"], "projection", "{uri}");
-    assert_eq!(projection["freshness"]["projection"], "whole", "{uri}");
-    assert_eq!(database["freshness"]["source"], "database", "{uri}");
-    projection["freshness"].take();
-    database["freshness"].take();
-    assert_eq!(projection, database, "{uri}");
-    database
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Ranks computed here from the sorted entries, for each mode.
 fn expected_ranks(sorted: &[Entry], mode: &str) -> Vec<u64> {
     let mut out = Vec::with_capacity(sorted.len());
@@ -207,7 +173,7 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
             let ranks = expected_ranks(&expected, mode);
             // Pages by offset.
             for (offset, limit) in [(0, 1), (0, 100), (37, 100), (5_000, 1_000), (9_990, 1_000)] {
-                let page = both(
+                let page = same_answer(
                     &app,
                     &format!("/v1/boards/{b}/top?offset={offset}&limit={limit}&rank_mode={mode}"),
                 )
@@ -222,7 +188,7 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
             let mut walked = Vec::new();
             let mut uri = format!("/v1/boards/{b}/top?limit=1000&rank_mode={mode}");
             loop {
-                let page = both(&app, &uri).await;
+                let page = same_answer(&app, &uri).await;
                 let e = page["entries"].as_array().expect("entries").clone();
                 walked.extend(e);
                 match page["next"].as_str() {
@@ -272,7 +238,7 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
                     .encode()
                 };
                 let (fits, misfit) = if earliest { (tie, 0) } else { (0, tie) };
-                both(
+                same_answer(
                     &app,
                     &format!(
                         "/v1/boards/{b}/top?limit=50&rank_mode={mode}&after={}",
@@ -296,9 +262,9 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
             // Around, one member, and ids (a hundred at a time, some not on the board).
             for e in rows.iter().step_by(997) {
                 let path = format!("/v1/boards/{b}/users/{}", urlencode(&e.user));
-                both(&app, &format!("{path}?rank_mode={mode}")).await;
+                same_answer(&app, &format!("{path}?rank_mode={mode}")).await;
                 for radius in [0, 5, 100] {
-                    let page = both(
+                    let page = same_answer(
                         &app,
                         &format!("{path}/around?radius={radius}&rank_mode={mode}"),
                     )
@@ -315,7 +281,7 @@ async fn both_paths_agree_on_every_read_of_every_board_kind() {
             for chunk in rows.chunks(97).step_by(20) {
                 let mut ids: Vec<String> = chunk.iter().map(|e| urlencode(&e.user)).collect();
                 ids.extend(["nobody", "n%C3%B8body", "zz-missing"].map(String::from));
-                let answer = both(
+                let answer = same_answer(
                     &app,
                     &format!(
                         "/v1/boards/{b}/users?ids={}&rank_mode={mode}",

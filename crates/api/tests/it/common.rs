@@ -164,6 +164,41 @@ pub async fn both(app: &Router, uri: &str) -> Value {
     strong
 }
 
+/// The same read from both paths: both 200, the projection's from a whole projection, and equal
+/// answers but for `freshness` (every field: entries, `scores`, `next`, `total`, …). Answers
+/// PostgreSQL's.
+pub async fn same_answer(app: &Router, uri: &str) -> Value {
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let (s1, mut projection) = get(app, &format!("{uri}{sep}consistency=eventual")).await;
+    let (s2, mut database) = get(app, &format!("{uri}{sep}consistency=strong")).await;
+    assert_eq!(
+        (s1, s2),
+        (StatusCode::OK, StatusCode::OK),
+        "{uri}: {projection} {database}"
+    );
+    assert_eq!(projection["freshness"]["source"], "projection", "{uri}");
+    assert_eq!(projection["freshness"]["projection"], "whole", "{uri}");
+    assert_eq!(database["freshness"]["source"], "database", "{uri}");
+    projection["freshness"].take();
+    database["freshness"].take();
+    assert_eq!(projection, database, "{uri}");
+    database
+}
+
+/// A path segment or query value percent-encoded byte by byte (every byte but ASCII letters
+/// and digits).
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// A page's entries in rank order, as (user, score) (the page must have entries).
 pub fn entries(page: &Value) -> Vec<(String, i64)> {
     page["entries"]

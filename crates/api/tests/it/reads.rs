@@ -4,7 +4,7 @@
 use crate::common;
 
 use axum::http::StatusCode;
-use common::{TestEnv, app_with, get, seal};
+use common::{TestEnv, app_with, get, seal, urlencode};
 use ledgerboard_core::config::Millis;
 use ledgerboard_testkit::closed_port;
 
@@ -107,18 +107,6 @@ async fn both_paths_give_identical_pages_ranks_and_neighbourhoods() {
             );
         }
     }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 #[tokio::test]

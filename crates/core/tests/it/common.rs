@@ -59,6 +59,18 @@ impl Env {
         lock_waits(&self.client, n).await;
     }
 
+    /// Marks every outbox row projected, as a projector would (no projector runs in the core
+    /// tests): what a period's close waits for.
+    pub async fn mark_projected(&self) {
+        self.client
+            .execute(
+                "UPDATE leaderboard_outbox SET published_at = now() WHERE published_at IS NULL",
+                &[],
+            )
+            .await
+            .expect("project");
+    }
+
     /// [`lock_waits`] for one session.
     pub async fn wait_for_a_lock_wait(&self) {
         self.wait_for_lock_waits(1).await;

@@ -78,13 +78,7 @@ impl Env {
         })
         .await
         .expect("the next period opens");
-        self.client
-            .execute(
-                "UPDATE leaderboard_outbox SET published_at = now() WHERE published_at IS NULL",
-                &[],
-            )
-            .await
-            .expect("project");
+        self.mark_projected().await;
         match periods::close(&self.db, &cup(), period)
             .await
             .expect("close")

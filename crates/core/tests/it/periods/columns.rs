@@ -61,13 +61,7 @@ async fn a_close_of_a_board_with_columns_freezes_and_seals_every_column() {
     })
     .await
     .expect("the next period opens");
-    env.client
-        .execute(
-            "UPDATE leaderboard_outbox SET published_at = now() WHERE published_at IS NULL",
-            &[],
-        )
-        .await
-        .expect("project");
+    env.mark_projected().await;
     let closed = match periods::close(&env.db, &board("gp"), &period)
         .await
         .expect("close")

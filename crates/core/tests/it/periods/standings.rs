@@ -72,13 +72,7 @@ async fn a_close_freezes_the_standings_once_and_verify_checks_them() {
             .expect("close"),
         periods::CloseOutcome::Pending
     );
-    env.client
-        .execute(
-            "UPDATE leaderboard_outbox SET published_at = now() WHERE published_at IS NULL",
-            &[],
-        )
-        .await
-        .expect("project");
+    env.mark_projected().await;
 
     let closed = match periods::close(&env.db, &board("cup"), &period)
         .await
