@@ -34,25 +34,66 @@ local function position(member)
   return redis.call('ZRANK', z, member)
 end
 
--- Members of `key` (:z, or :d for dense ranks) strictly ahead of `member` at `score`: by
--- score alone on a one-column board (ZCOUNT), by score and tuple on a board with columns
--- (members.lua's `tuples_ahead`: members at equal scores are ordered by their tuples).
-local function better(key, score, member)
-  local tuple = tuple_of(member)
-  if tuple then
-    return tuples_ahead(key, score, tuple, desc)
-  end
-  if desc then
-    return redis.call('ZCOUNT', key, '(' .. score, '+inf')
-  end
-  return redis.call('ZCOUNT', key, '-inf', '(' .. score)
-end
-
 local function range(start, stop)
   if desc then
     return redis.call('ZRANGE', z, start, stop, 'REV', 'WITHSCORES')
   end
   return redis.call('ZRANGE', z, start, stop, 'WITHSCORES')
+end
+
+-- How many members before a member's place one ZRANGE reads to find where its group of equal
+-- tuples starts (a board with columns): groups are short on most boards, so one call does it;
+-- a longer group takes the binary search of its block of equal scores (members.lua).
+local WINDOW = 32
+
+-- Members of :z strictly ahead of `member`, at read position `at` and `score`: by score alone
+-- on a one-column board (ZCOUNT); on a board with columns the start of its group of equal
+-- tuples (equal score, equal tuple: its competition rank - 1), from the WINDOW members before
+-- it, else members.lua's `tuples_ahead`. (Measured on 100,000 members, ten to a score:
+-- `users?ids=` of 100 ran at 0.19 of a one-column board's rate with the binary search
+-- alone.)
+local function better(member, at, score)
+  local tuple = tuple_of(member)
+  if not tuple then
+    if desc then
+      return redis.call('ZCOUNT', z, '(' .. score, '+inf')
+    end
+    return redis.call('ZCOUNT', z, '-inf', '(' .. score)
+  end
+  local from = math.max(0, at - WINDOW)
+  if at > 0 then
+    local window = range(from, at - 1)
+    for p = #window / 2, 1, -1 do
+      if tonumber(window[2 * p]) ~= tonumber(score)
+          or compare_prefix(window[2 * p - 1], tuple) ~= 0 then
+        return from + p
+      end
+    end
+  end
+  if from == 0 then
+    return 0
+  end
+  return tuples_ahead(z, score, tuple, desc)
+end
+
+-- Distinct tuples (scores, on a one-column board) strictly ahead of `member` at `score`, for
+-- dense ranks: on a board with columns the rank of its tuple in :d (members.lua's
+-- `distinct_name`; the binary search when :d lacks it, which the seal's dcard then flags).
+local function dense_better(member, score)
+  local tuple = tuple_of(member)
+  if not tuple then
+    if desc then
+      return redis.call('ZCOUNT', d, '(' .. score, '+inf')
+    end
+    return redis.call('ZCOUNT', d, '-inf', '(' .. score)
+  end
+  local rank
+  if desc then
+    rank = redis.call('ZREVRANK', d, distinct_name(score, member))
+  else
+    rank = redis.call('ZRANK', d, distinct_name(score, member))
+  end
+  return rank or tuples_ahead(d, score, tuple, desc)
 end
 
 -- Whether `a` comes after `b` in the board's order, at equal scores.
@@ -102,8 +143,9 @@ if what == 'users' then
     local member, stored = member_for(user)
     local score = redis.call('ZSCORE', z, member)
     if score then
-      rows[#rows + 1] = {score, stored, position(member), better(z, score, member),
-        dense and better(d, score, member) or 0, false}
+      local at = position(member)
+      rows[#rows + 1] = {score, stored, at, better(member, at, score),
+        dense and dense_better(member, score) or 0, false}
       users[#users + 1] = user
     else
       rows[#rows + 1] = {false, false, false, false, false, false}
@@ -172,9 +214,9 @@ for i = 1, #page, 2 do
 end
 local first_better, first_dense = 0, 0
 if #page > 0 then
-  first_better = better(z, page[2], page[1])
+  first_better = better(page[1], start, page[2])
   if dense then
-    first_dense = better(d, page[2], page[1])
+    first_dense = dense_better(page[1], page[2])
   end
 end
 return {seal, {start, first_better, first_dense, found, page, metadata(users)}}

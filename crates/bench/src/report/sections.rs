@@ -104,7 +104,8 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
          count, the kinds in a balanced order (forward, then backward); the `best` boards are \
          sent only improving scores, so every command writes as an `add` does. Then \
          commit-to-visible, every kind offered the same {:.0} commands/s (half the `add` \
-         board's best), {} round(s) of {} s each, in the same order. Each ratio is the kind's \
+         board's best; a kind that took fewer, half its own best), {} round(s) of {} s each, \
+         in the same order. Each ratio is the kind's \
          figure ÷ the `add` board's in this run (target: within 10%; the linked set of three, \
          which writes three entries a command: at least 0.5, and its commit-to-visible p99, \
          watched on the last board it feeds, within 20%); the rounds' own figures show the \
@@ -119,11 +120,12 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
             let visible = if i == 0 {
                 [
                     format!(
-                        "{:.1} / {:.1} ms ({} ms), {:.0} /s achieved",
+                        "{:.1} / {:.1} ms ({} ms), {:.0} of {:.0} /s achieved",
                         kind.visible.p50_ms,
                         kind.visible.p99_ms,
                         spread(&kind.visible_rounds_p99_ms, 1),
-                        kind.visible.achieved_per_s
+                        kind.visible.achieved_per_s,
+                        kind.visible.offered_per_s
                     ),
                     format!("{:.2}", kind.visible.p99_ms / add.visible.p99_ms),
                 ]
