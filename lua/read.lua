@@ -43,8 +43,10 @@ end
 
 -- How many members before a member's place one ZRANGE reads to find where its group of equal
 -- tuples starts (a board with columns): groups are short on most boards, so one call does it;
--- a longer group takes the binary search of its block of equal scores (members.lua).
-local WINDOW = 32
+-- a longer group takes the binary search of its block of equal scores (members.lua). Small:
+-- `users?ids=` reads it for each of 100 members in one script (a window of 32 made that script
+-- copy 3,200 members, and 64 such reads at once outlasted the read timeout).
+local WINDOW = 8
 
 -- Members of :z strictly ahead of `member`, at read position `at` and `score`: by score alone
 -- on a one-column board (ZCOUNT); on a board with columns the start of its group of equal
