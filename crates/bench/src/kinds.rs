@@ -211,8 +211,8 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
     let offered: Vec<f64> = commands
         .iter()
         .map(|c| {
-            let own = c.iter().map(|t| t.per_s).fold(0.0, f64::max) * f64::from(LOAD_PERCENT)
-                / 100.0;
+            let own =
+                c.iter().map(|t| t.per_s).fold(0.0, f64::max) * f64::from(LOAD_PERCENT) / 100.0;
             rate.min(own)
         })
         .collect();
