@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ledgerboard_core::auth::player::PlayerTokenError;
 use ledgerboard_core::board::SubmitError;
 use ledgerboard_core::board::definition::{DefineError, DefinitionError};
 use ledgerboard_core::board::moderation::ModerationError;
@@ -69,6 +70,12 @@ pub enum ApiError {
     Unauthenticated(&'static str),
     /// A valid token without the scope this request needs (403).
     Forbidden(&'static str),
+    /// A player token that does not authenticate (401): expired, forged, of a key rotated out.
+    PlayerToken(PlayerTokenError),
+    /// A valid player token asking for what a player may not do (403): `player_board` (a board
+    /// outside the token), `player_user` (another user id), `board_server_only` (a board whose
+    /// write policy is `server`), `player_scope` (anything but its own scores and entries).
+    PlayerDenied(&'static str, String),
     /// Past the rate limit of this token or address (429, with `Retry-After`).
     RateLimited(std::time::Duration),
     /// A dependency did not answer in time, or at all (503, with Retry-After).
@@ -162,6 +169,8 @@ impl ApiError {
             ),
             Self::Unauthenticated(m) => (StatusCode::UNAUTHORIZED, "unauthenticated", (*m).to_owned()),
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", (*m).to_owned()),
+            Self::PlayerToken(e) => (StatusCode::UNAUTHORIZED, e.code(), e.to_string()),
+            Self::PlayerDenied(code, m) => (StatusCode::FORBIDDEN, code, m.clone()),
             Self::RateLimited(_) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -226,7 +235,7 @@ impl IntoResponse for ApiError {
                 let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
             }
-            Self::Unauthenticated(_) => {
+            Self::Unauthenticated(_) | Self::PlayerToken(_) => {
                 headers.insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer realm=\"ledgerboard\""),
@@ -288,6 +297,7 @@ impl From<SubmitError> for ApiError {
                 board: board.to_string(),
                 error: Box::new((*error).into()),
             },
+            SubmitError::ServerOnly(_) => Self::PlayerDenied("board_server_only", e.to_string()),
         }
     }
 }

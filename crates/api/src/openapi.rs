@@ -37,7 +37,9 @@ use crate::routes::{boards, commands, moderation, periods, reads};
 )]
 pub struct ApiDoc;
 
-/// The `bearer` scheme: a token from `auth.tokens`, sent as `Authorization: Bearer <token>`.
+/// The `bearer` scheme: a token from `auth.tokens`, sent as `Authorization: Bearer <token>`;
+/// the `player` scheme: a player token (a JWT the game's backend mints for one player,
+/// verified with `auth.player_keys`), sent the same way.
 struct BearerAuth;
 
 impl Modify for BearerAuth {
@@ -46,6 +48,18 @@ impl Modify for BearerAuth {
         components.add_security_scheme(
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "player",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A player token: a JWT (HS256, EdDSA or ES256, with a kid) the game's backend mints for one player; it posts that player's scores to boards whose write_policy is player",
+                    ))
+                    .build(),
+            ),
         );
     }
 }

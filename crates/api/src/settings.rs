@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ledgerboard_core::auth::TokenTable;
+use ledgerboard_core::auth::player::PlayerKeys;
 
 pub use crate::client::TrustedProxies;
 use ledgerboard_core::config::{
@@ -164,6 +165,13 @@ pub struct AuthSettings {
     /// shown: the digests say who may write.
     pub tokens: Secret,
     pub reads: ReadAccess,
+    /// The keys that verify player tokens, `kid=ALG:key` entries separated by `;` (see core's
+    /// `auth/player.rs`; `lbctl token player-key` makes one). Empty: no player token is
+    /// accepted. Never shown: an HS256 entry is the secret that mints tokens.
+    pub player_keys: Secret,
+    /// When set, a player token's `aud` must name it; when empty, a token with an `aud` is
+    /// refused (it was minted for another service).
+    pub player_audience: String,
 }
 
 impl Default for AuthSettings {
@@ -171,6 +179,8 @@ impl Default for AuthSettings {
         Self {
             tokens: Secret::default(),
             reads: ReadAccess::Public,
+            player_keys: Secret::default(),
+            player_audience: String::new(),
         }
     }
 }
@@ -194,6 +204,8 @@ impl DaemonSection for Sections {
             10_000_000,
         )?;
         TokenTable::parse(&settings.auth.tokens).map_err(|e| invalid("auth.tokens", e))?;
+        PlayerKeys::parse(&settings.auth.player_keys, &settings.auth.player_audience)
+            .map_err(|e| invalid("auth.player_keys", e))?;
         Ok(())
     }
 }
@@ -270,6 +282,11 @@ mod tests {
                     "api.rate_limit_burst",
                 ),
                 ("LEDGERBOARD__AUTH__TOKENS", "nonsense", "auth.tokens"),
+                (
+                    "LEDGERBOARD__AUTH__PLAYER_KEYS",
+                    "k1=HS256:c2hvcnQ",
+                    "auth.player_keys",
+                ),
                 ("LEDGERBOARD__AUTH__READS", "sometimes", "reads"),
             ]),
             Ok(())

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::definition::BoardDefinition;
-use ledgerboard_core::board::definition::{self, Declaration};
+use ledgerboard_core::board::definition::{self, Declaration, DefinitionError, WritePolicy};
 use ledgerboard_core::board::moderation::Action;
 use ledgerboard_core::board::periods;
 use ledgerboard_core::config::Settings;
@@ -136,6 +136,10 @@ pub struct BoardFields {
     /// Feed no board any more (update).
     #[arg(long, conflicts_with = "feeds")]
     no_feeds: bool,
+    /// Who may post scores: server (service tokens only; the default) or player (player
+    /// tokens too, each for its own user id).
+    #[arg(long, value_name = "server|player")]
+    write_policy: Option<String>,
 }
 
 impl BoardFields {
@@ -200,6 +204,12 @@ impl BoardFields {
             time_zone: self.time_zone,
             columns,
             feeds,
+            write_policy: self
+                .write_policy
+                .as_deref()
+                .map(|p| WritePolicy::parse(p).ok_or(DefinitionError::WritePolicy))
+                .transpose()
+                .context("--write-policy")?,
         })
     }
 }
@@ -373,8 +383,12 @@ fn print_lines(defs: &[BoardDefinition], what: &str) {
             let ids: Vec<&str> = d.feeds.iter().map(BoardId::as_str).collect();
             format!("\tfeeds={}", ids.join(","))
         };
+        let writers = match d.write_policy {
+            WritePolicy::Server => String::new(),
+            WritePolicy::Player => "\twrite_policy=player".to_owned(),
+        };
         println!(
-            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}{columns}{feeds}\trevision={}\tdisplay_name={:?}",
+            "{}\t{what}\toperator={}\tsort={}\ttie_break={}\tscore={}..{}{deltas}{reset}{columns}{feeds}{writers}\trevision={}\tdisplay_name={:?}",
             d.board,
             d.operator.as_str(),
             d.sort.as_str(),

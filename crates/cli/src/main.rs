@@ -56,8 +56,10 @@ enum Command {
     /// Board definitions: operator, sort, tie break, bounds, display name (PostgreSQL only; the
     /// api sees a change within `api.definition_cache_ms`).
     Board {
+        // Boxed: its flags make it far larger than the other commands (clippy's
+        // large_enum_variant).
         #[command(subcommand)]
-        command: board::BoardCommand,
+        command: Box<board::BoardCommand>,
     },
     /// Periods of boards that reset: close one (freeze its standings), show its standings,
     /// verify them against their digest and the events.
@@ -70,7 +72,8 @@ enum Command {
         #[command(subcommand)]
         command: user::UserCommand,
     },
-    /// Make bearer tokens for `auth.tokens`: only their SHA-256 digest goes into the settings.
+    /// Make bearer tokens for `auth.tokens` (only their SHA-256 digest goes into the settings),
+    /// keys for `auth.player_keys` and player tokens for testing.
     Token {
         #[command(subcommand)]
         command: token::TokenCommand,
@@ -92,7 +95,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Migrate => migrate::run(&settings).await,
         Command::Status { json } => status::run(&settings, json).await,
         Command::Parked { command } => parked::run(&settings, command).await,
-        Command::Board { command } => board::run(&settings, command).await,
+        Command::Board { command } => board::run(&settings, *command).await,
         Command::User { command } => user::run(&settings, command).await,
         Command::Period { command } => period::run(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {

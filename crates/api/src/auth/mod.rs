@@ -1,8 +1,10 @@
 //! Who is calling, and how often: every request passes here before its handler.
 //!
 //! - `Authorization: Bearer <token>` is checked against `auth.tokens` (by digest, in constant
-//!   time). A bad or malformed header is answered 401 at once; no header means anonymous.
-//!   The identity goes into the request's extensions for the handlers' scope checks.
+//!   time), or, when it is a JWT, verified as a player token with the keys of
+//!   `auth.player_keys` (core's `auth/player.rs`). A bad or malformed header is answered 401
+//!   at once; no header means anonymous. The identity goes into the request's extensions for
+//!   the handlers' scope checks.
 //! - A token bucket per token (or, for anonymous calls, per client: its address, an IPv6 /64,
 //!   named by `X-Forwarded-For` / `Forwarded` only when the peer is one of
 //!   `api.trusted_proxies`; see `crate::client`) answers 429 with `Retry-After` past
@@ -20,7 +22,9 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ledgerboard_core::auth::player::{Player, PlayerKeys};
 use ledgerboard_core::auth::{TokenEntry, TokenTable};
+use ledgerboard_core::model::BoardId;
 
 pub use self::rate_limit::Limiter;
 use crate::client::{ClientKey, TrustedProxies};
@@ -32,6 +36,8 @@ use crate::settings::{ReadAccess, Sections};
 pub enum Identity {
     Anonymous,
     Token(Arc<TokenEntry>),
+    /// A player token: one player, writing only its own user id on the boards it names.
+    Player(Arc<Player>),
 }
 
 /// What the guard reads: the tokens, whether reads need one, and the rate limit.
@@ -39,6 +45,8 @@ pub enum Identity {
 pub struct Auth {
     /// The tokens of `auth.tokens`.
     pub tokens: Arc<TokenTable>,
+    /// The keys of `auth.player_keys`.
+    pub players: Arc<PlayerKeys>,
     pub reads: ReadAccess,
     /// None when `api.rate_limit_per_s` is 0.
     pub limiter: Option<Arc<Limiter>>,
@@ -52,6 +60,11 @@ impl Auth {
     pub fn new(settings: &Sections) -> Self {
         Self {
             tokens: Arc::new(TokenTable::parse(&settings.auth.tokens).unwrap_or_default()),
+            // Validated when loaded too; should they not parse, no player token is accepted.
+            players: Arc::new(
+                PlayerKeys::parse(&settings.auth.player_keys, &settings.auth.player_audience)
+                    .unwrap_or_default(),
+            ),
             reads: settings.auth.reads,
             limiter: Limiter::new(settings.api.rate_limit_per_s, settings.api.rate_limit_burst)
                 .map(Arc::new),
@@ -69,6 +82,8 @@ pub async fn guard(State(auth): State<Auth>, mut req: Request, next: Next) -> Re
     if let Some(limiter) = &auth.limiter {
         let key = match &identity {
             Identity::Token(t) => format!("token:{}", t.name),
+            // Per player, whichever key minted the token: a player is one client.
+            Identity::Player(p) => format!("player:{}", p.user.as_str()),
             Identity::Anonymous => req
                 .extensions()
                 .get::<ConnectInfo<SocketAddr>>()
@@ -106,7 +121,16 @@ fn identify(auth: &Auth, req: &Request) -> Result<Identity, ApiError> {
 
 impl Auth {
     /// The identity `token` stands for: a bearer header's, or the console's session cookie's.
+    /// A JWT (three base64url parts, the header's JSON starting `{"`) is a player token;
+    /// anything else is looked up in `auth.tokens`.
     pub fn token(&self, token: &str) -> Result<Identity, ApiError> {
+        if token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2 {
+            return self
+                .players
+                .verify(token)
+                .map(|p| Identity::Player(Arc::new(p)))
+                .map_err(ApiError::PlayerToken);
+        }
         self.tokens
             .authenticate(token)
             .map(|entry| Identity::Token(Arc::new(entry.clone())))
@@ -114,9 +138,19 @@ impl Auth {
     }
 }
 
+/// What a player token may not do beyond its own scores and entries.
+fn player_scope(what: &str) -> ApiError {
+    ApiError::PlayerDenied(
+        "player_scope",
+        format!("a player token may not {what}: it posts and reads its own scores only"),
+    )
+}
+
 impl Identity {
-    /// A score command on `board` needs a token that may write there.
-    pub fn require_write(&self, board: &ledgerboard_core::model::BoardId) -> Result<(), ApiError> {
+    /// A score command on `board` needs a token that may write there. A player token must
+    /// name the board; whether the board takes players' scores is its write policy's to say
+    /// (`board::submit`), and whose score it is the body's ([`Identity::require_user`]).
+    pub fn require_write(&self, board: &BoardId) -> Result<(), ApiError> {
         match self {
             Identity::Anonymous => Err(ApiError::Unauthenticated(
                 "score commands need a bearer token",
@@ -125,6 +159,30 @@ impl Identity {
             Identity::Token(_) => Err(ApiError::Forbidden(
                 "this token may not write to this board",
             )),
+            Identity::Player(p) if p.may_use(board) => Ok(()),
+            Identity::Player(_) => Err(ApiError::PlayerDenied(
+                "player_board",
+                format!("this player token does not name board {board}"),
+            )),
+        }
+    }
+
+    /// A player token writes its own user id only; a service token any.
+    pub fn require_user(&self, user_id: &str) -> Result<(), ApiError> {
+        match self {
+            Identity::Player(p) if p.user.as_str() != user_id => Err(ApiError::PlayerDenied(
+                "player_user",
+                "a player token posts scores for its own user id (its sub) only".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// How `board::submit` judges the command against the board's write policy.
+    pub fn writer(&self) -> ledgerboard_core::board::Writer {
+        match self {
+            Identity::Player(_) => ledgerboard_core::board::Writer::Player,
+            _ => ledgerboard_core::board::Writer::Service,
         }
     }
 }
@@ -141,6 +199,7 @@ impl Identity {
             Identity::Token(_) => Err(ApiError::Forbidden(
                 "moderation commands need the moderate or admin scope",
             )),
+            Identity::Player(_) => Err(player_scope("moderate")),
         }
     }
 
@@ -149,6 +208,7 @@ impl Identity {
         match self {
             Identity::Anonymous => "",
             Identity::Token(t) => &t.name,
+            Identity::Player(p) => p.user.as_str(),
         }
     }
 
@@ -162,11 +222,13 @@ impl Identity {
             Identity::Token(_) => Err(ApiError::Forbidden(
                 "changing board definitions needs the admin scope",
             )),
+            Identity::Player(_) => Err(player_scope("change board definitions")),
         }
     }
 }
 
-/// Read routes, when `auth.reads = token`: any valid token may read.
+/// Read routes, when `auth.reads = token`: any valid service token may read; a player token
+/// its own entry on a board it names (`/v1/boards/{board}/users/{its user id}`).
 pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) -> Response {
     if auth.reads == ReadAccess::Token {
         match req.extensions().get::<Identity>() {
@@ -174,10 +236,40 @@ pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) ->
             Some(Identity::Token(_)) => {
                 return ApiError::Forbidden("this token may not read").into_response();
             }
+            Some(Identity::Player(p)) if own_entry(p, req.uri().path()) => {}
+            Some(Identity::Player(_)) => {
+                return ApiError::PlayerDenied(
+                    "player_scope",
+                    "a player token reads its own entry only (/v1/boards/{board}/users/{its user id}, on a board it names) while auth.reads is token".into(),
+                )
+                .into_response();
+            }
             _ => {
                 return ApiError::Unauthenticated("reads need a bearer token").into_response();
             }
         }
     }
     next.run(req).await
+}
+
+/// Whether `path` is `/v1/boards/{board}/users/{user}` for a board the player names and its
+/// own user id (percent-decoded, as the route decodes it).
+fn own_entry(player: &Player, path: &str) -> bool {
+    let mut parts = path.split('/');
+    match (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) {
+        (Some(""), Some("v1"), Some("boards"), Some(board), Some("users"), Some(user), None) => {
+            let user = percent_encoding::percent_decode_str(user).decode_utf8();
+            BoardId::parse(board).is_ok_and(|b| player.may_use(&b))
+                && user.is_ok_and(|u| u == player.user.as_str())
+        }
+        _ => false,
+    }
 }

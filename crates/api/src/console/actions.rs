@@ -118,6 +118,8 @@ pub struct DefineForm {
     columns: Option<String>,
     /// Board ids, separated by commas.
     feeds: Option<String>,
+    /// `server` or `player`.
+    write_policy: Option<String>,
 }
 
 /// Declares a board: the definition `PUT /v1/boards/{board}` would (`routes::boards::define`).
@@ -161,6 +163,7 @@ pub async fn define(
         time_zone: given(form.time_zone),
         columns,
         feeds: list(form.feeds),
+        write_policy: given(form.write_policy),
     };
     let defined = crate::routes::boards::define(&state, &board, &body)
         .await

@@ -2,7 +2,7 @@
 //! entry's tuple (`12 · 93120` on a racing board; the score alone on a board of one column),
 //! from PostgreSQL's answer or from what Redis stores (its spelling carries the other columns).
 
-use ledgerboard_core::board::definition::BoardDefinition;
+use ledgerboard_core::board::definition::{BoardDefinition, WritePolicy};
 use ledgerboard_core::model::{Columns, RankedEntry};
 use ledgerboard_core::projection::inspect::Observed;
 
@@ -42,8 +42,8 @@ fn join(values: &[i64]) -> String {
         .join(" · ")
 }
 
-/// The definition's columns and feeds, as the board page's header line ends (empty for a board
-/// of one column that feeds none).
+/// The definition's columns, feeds and write policy, as the board page's header line ends
+/// (empty for a board of one column that feeds none and takes servers' scores only).
 pub(super) fn describe(def: &BoardDefinition) -> String {
     let mut out = String::new();
     if !def.columns.is_empty() {
@@ -57,6 +57,9 @@ pub(super) fn describe(def: &BoardDefinition) -> String {
     if !def.feeds.is_empty() {
         let feeds: Vec<&str> = def.feeds.iter().map(|f| f.as_str()).collect();
         out.push_str(&format!(", feeds {}", feeds.join(", ")));
+    }
+    if def.write_policy == WritePolicy::Player {
+        out.push_str(", players post their own scores");
     }
     out
 }

@@ -12,7 +12,7 @@ use ledgerboard_core::board::definition::{
     self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
     parse_tie_break,
 };
-use ledgerboard_core::board::definition::{BoardDefinition, Column};
+use ledgerboard_core::board::definition::{BoardDefinition, Column, WritePolicy};
 use ledgerboard_core::board::periods;
 use ledgerboard_core::model::BoardId;
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,10 @@ pub struct DefinitionBody {
     /// feed no board itself.
     #[schema(max_items = 7)]
     pub(crate) feeds: Option<Vec<String>>,
+    /// Who may post scores: `server` (service tokens only; the default) or `player` (player
+    /// tokens too, each for its own user id). May change at any time.
+    #[schema(example = "player")]
+    pub(crate) write_policy: Option<String>,
 }
 
 impl DefinitionBody {
@@ -106,6 +110,11 @@ impl DefinitionBody {
                         .collect::<Result<Vec<_>, _>>()
                 })
                 .transpose()?,
+            write_policy: self
+                .write_policy
+                .as_deref()
+                .map(|p| WritePolicy::parse(p).ok_or(DefinitionError::WritePolicy))
+                .transpose()?,
         })
     }
 }
@@ -127,7 +136,7 @@ impl DefinitionBody {
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset, time_zone or the columns' number or orders of a board with entries", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_value`, `feeds_loop`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_value`, `feeds_loop`, `invalid_write_policy`, `invalid_board_id`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held the change up too long", body = ErrorBody),
     ),
@@ -147,7 +156,7 @@ pub async fn put_board(
     let body = body?;
     let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"]}}: {e}"
+            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"], \"write_policy\"?: \"server|player\"}}: {e}"
         ))
     })?;
     let defined = define(&state, &board, &raw).await?;

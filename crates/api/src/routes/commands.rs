@@ -62,8 +62,8 @@ pub struct CommandBody {
         (status = 201, description = "applied", body = CommandOutcome),
         (status = 200, description = "the same command again: the first application's outcome, `duplicate: true`", body = CommandOutcome),
         (status = 400, description = "malformed body or path", body = ErrorBody),
-        (status = 401, description = "no valid bearer token", body = ErrorBody),
-        (status = 403, description = "the token may not write to this board", body = ErrorBody),
+        (status = 401, description = "no valid bearer token: with a player token, `token_malformed`, `token_key_unknown`, `token_signature`, `token_expired`, `token_not_yet_valid`, `token_audience` or `token_claims`", body = ErrorBody),
+        (status = 403, description = "the token may not write to this board (`forbidden`); with a player token, `player_board` (a board it does not name), `player_user` (another user id), `board_server_only` (the board's write policy is `server`)", body = ErrorBody),
         (status = 409, description = "the event id was used with another board, user, operator, value or metadata (on a board that feeds others, by any of them: the body's `board` names a fed board)", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
         (status = 429, description = "past the rate limit of this token (or, without one, of this address); see Retry-After", body = ErrorBody),
@@ -71,7 +71,7 @@ pub struct CommandBody {
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "commands",
-    security(("bearer" = []))
+    security(("bearer" = []), ("player" = []))
 )]
 pub async fn post_score(
     State(state): State<AppState>,
@@ -86,6 +86,7 @@ pub async fn post_score(
         identity.require_write(&BoardId::parse(&board)?)?;
         let body = body?;
         let (board, raw) = parse_body(&board, &body)?;
+        identity.require_user(&raw.user_id)?;
         // The request's trace context travels in the outbox row, so the projection's span can
         // link back to this request.
         let traceparent = trace_context::current_traceparent();
@@ -95,6 +96,7 @@ pub async fn post_score(
             score: raw.score.as_ref(),
             delta: raw.delta.as_ref(),
             metadata: raw.metadata.as_ref(),
+            writer: identity.writer(),
         };
         board::submit(
             &state.commands,

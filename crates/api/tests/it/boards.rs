@@ -93,7 +93,7 @@ async fn boards_are_declared_shown_listed_and_put_again_harmlessly() {
         json!({"board": "weekly", "display_name": "", "operator": "add", "sort": "descending",
                "tie_break": "user_id", "min_score": -9007199254740991i64,
                "max_score": 9007199254740991i64, "min_delta": -1000, "max_delta": 1000,
-               "reset": "never", "time_zone": "UTC", "revision": 0, "declared": false})
+               "reset": "never", "time_zone": "UTC", "write_policy": "server", "revision": 0, "declared": false})
     );
     // Read once: the api's cache now holds the implicit definition; the PUT must replace it.
     let trial = json!({"operator": "best", "sort": "ascending", "tie_break": "earliest",

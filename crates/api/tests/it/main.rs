@@ -17,6 +17,7 @@ mod moderation;
 mod openapi;
 mod periods;
 mod pgbouncer;
+mod players;
 mod postgres_restart;
 mod projection_truth;
 mod readiness;

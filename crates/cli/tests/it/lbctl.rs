@@ -2,6 +2,7 @@
 
 mod board;
 mod columns;
+mod players;
 use std::time::Duration;
 
 use ledgerboard_core::config::SharedOnly;

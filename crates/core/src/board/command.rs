@@ -75,6 +75,17 @@ pub struct Fields<'a> {
     pub score: Option<&'a Submitted>,
     pub delta: Option<&'a Submitted>,
     pub metadata: Option<&'a serde_json::Value>,
+    /// Who sent it, as the board's write policy judges it.
+    pub writer: Writer,
+}
+
+/// Who sent a command: a service token (a game's servers), or a player token (its own user id,
+/// checked by the api before the command gets here). A board whose write policy is `server`
+/// refuses a player's command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    Service,
+    Player,
 }
 
 /// Validates a command's fields as they came, against `definition`, into a

@@ -25,7 +25,7 @@ mod submit;
 pub mod verification;
 
 pub use apply::apply_score_command;
-pub use command::{Fields, ScoreCommand, command};
+pub use command::{Fields, ScoreCommand, Writer, command};
 pub use link::{Refused, apply_set, fed_event};
 pub use operator::{Operator, Tally, Value, Values};
 pub use submit::{SubmitError, submit};

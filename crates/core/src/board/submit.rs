@@ -3,8 +3,8 @@
 //! command groups, all of it or nothing (`link.rs`); once more against the definitions read
 //! again when a statement says a cached one is not its board's any more.
 
-use super::command::{Fields, ScoreCommand};
-use super::definition::Definitions;
+use super::command::{Fields, ScoreCommand, Writer};
+use super::definition::{Definitions, WritePolicy};
 use super::group::CommandGroups;
 use super::link::{Refused, fed_event};
 use crate::db::{Database, StoreError};
@@ -24,6 +24,9 @@ pub enum SubmitError {
         board: BoardId,
         error: Box<SubmitError>,
     },
+    /// A player's command to a board whose write policy is `server` (api: 403).
+    #[error("board {0} takes scores from the game's servers only (write_policy server)")]
+    ServerOnly(BoardId),
 }
 
 impl From<Refused> for SubmitError {
@@ -77,6 +80,12 @@ async fn validated(
     fields: &Fields<'_>,
 ) -> Result<Vec<ScoreCommand>, SubmitError> {
     let definition = definitions.get(db, board).await?;
+    // The board the command is sent to decides; the boards it feeds were linked to it by an
+    // admin. A policy changed since this definition was cached changed its revision, so the
+    // statement refuses to run under it and the command is judged here again.
+    if fields.writer == Writer::Player && definition.write_policy != WritePolicy::Player {
+        return Err(SubmitError::ServerOnly(board.clone()));
+    }
     let first = fields.validate(&definition)?;
     let mut set = Vec::with_capacity(1 + definition.feeds.len());
     for fed in &definition.feeds {

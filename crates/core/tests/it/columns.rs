@@ -101,6 +101,7 @@ impl Racing {
             score: Some(&score),
             delta: None,
             metadata: None,
+            writer: board::Writer::Service,
         };
         board::submit(
             &self.groups,
@@ -331,6 +332,7 @@ async fn a_sum_one_fed_board_refuses_writes_nothing_on_any_board() {
                 score: None,
                 delta: Some(&value),
                 metadata: None,
+                writer: board::Writer::Service,
             };
             board::submit(groups, definitions, db, &id("career"), &fields, None).await
         }

@@ -20,5 +20,5 @@ pub use store::{
 };
 pub use types::{
     BoardDefinition, Column, Columns, Cron, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Order,
-    Reset, Sort, TieBreak,
+    Reset, Sort, TieBreak, WritePolicy,
 };

@@ -3,6 +3,7 @@
 
 use super::types::{
     BoardDefinition, Column, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Reset, Sort, TieBreak,
+    WritePolicy,
 };
 use crate::board::operator::{Operator, Value};
 use crate::model::{BoardId, MAX_ABS_SCORE, MAX_COLUMNS};
@@ -58,6 +59,8 @@ pub enum DefinitionError {
         "feeds must list at most {MAX_FEEDS} distinct board ids (no period, not the board itself)"
     )]
     Feeds,
+    #[error("write_policy must be server or player")]
+    WritePolicy,
 }
 
 impl DefinitionError {
@@ -76,6 +79,7 @@ impl DefinitionError {
             Self::ColumnBounds(_) => "invalid_column_bounds",
             Self::ColumnsAndScore => "columns_and_score",
             Self::Feeds => "invalid_feeds",
+            Self::WritePolicy => "invalid_write_policy",
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct Declaration {
     pub columns: Option<Vec<Column>>,
     /// The boards it feeds (an empty list: none).
     pub feeds: Option<Vec<BoardId>>,
+    /// Who may post scores (left out when replacing: `server`).
+    pub write_policy: Option<WritePolicy>,
 }
 
 /// A column as `lbctl --column` and the console's form spell it: `name:order` or
@@ -220,6 +226,7 @@ impl Declaration {
             max_delta,
             columns,
             feeds,
+            write_policy: self.write_policy.unwrap_or(WritePolicy::Server),
             revision: 0,
             declared: true,
         })
@@ -271,6 +278,7 @@ impl Declaration {
             ),
             columns: Some(columns),
             feeds: Some(self.feeds.clone().unwrap_or_else(|| current.feeds.clone())),
+            write_policy: Some(self.write_policy.unwrap_or(current.write_policy)),
         }
     }
 }

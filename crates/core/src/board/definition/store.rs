@@ -14,7 +14,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use super::parse::{Declaration, DefinitionError};
-use super::types::{BoardDefinition, Column, Reset, Sort, TieBreak};
+use super::types::{BoardDefinition, Column, Reset, Sort, TieBreak, WritePolicy};
 use crate::board::operator::Operator;
 use crate::board::schedule;
 use crate::db::{Database, Op, Statement, StoreError, commit};
@@ -51,6 +51,7 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
     let sort = text("sort")?;
     let tie_break = text("tie_break")?;
     let reset = text("reset")?;
+    let write_policy = text("write_policy")?;
     let columns = match row.try_get::<_, Option<String>>("columns")? {
         None => Vec::new(),
         Some(json) => {
@@ -75,6 +76,8 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
         max_delta: row.try_get("max_delta")?,
         columns,
         feeds,
+        write_policy: WritePolicy::parse(&write_policy)
+            .ok_or_else(|| unknown("write_policy", &write_policy))?,
         revision: row.try_get("revision")?,
         declared: true,
         board,
@@ -187,8 +190,8 @@ pub static LOCK_ENTRIES: Statement<0> = Statement::new(
 );
 
 /// Parameters: board, display name, operator, sort, tie break, min and max score, min and max
-/// delta, the revision read, reset, time zone, columns (JSON text), feeds.
-pub static DEFINE: Statement<14> = Statement::new(
+/// delta, the revision read, reset, time zone, columns (JSON text), feeds, write policy.
+pub static DEFINE: Statement<15> = Statement::new(
     Op::BoardDefine,
     include_str!("../sql/definition_define.sql"),
     [
@@ -206,6 +209,7 @@ pub static DEFINE: Statement<14> = Statement::new(
         Type::TEXT,
         Type::TEXT,
         Type::TEXT_ARRAY,
+        Type::TEXT,
     ],
 );
 
@@ -346,6 +350,7 @@ async fn define_once(
                 &def.time_zone,
                 &columns,
                 &feeds,
+                &def.write_policy.as_str(),
             ],
         )
         .await?;

@@ -197,6 +197,37 @@ fn max_value() -> i64 {
     MAX_ABS_SCORE
 }
 
+/// Who may post scores to a board (issue 38). A command is judged by the policy of the board
+/// it is sent to; the boards that board feeds take it as their source's (their links were
+/// declared by an admin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum WritePolicy {
+    /// Service tokens only (a game's servers): every board before issue 38.
+    Server,
+    /// Service tokens, and player tokens for their own user id.
+    Player,
+}
+
+impl WritePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Player => "player",
+        }
+    }
+
+    /// The names [`WritePolicy::as_str`] writes (the table's CHECK allows exactly these).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "server" => Some(Self::Server),
+            "player" => Some(Self::Player),
+            _ => None,
+        }
+    }
+}
+
 /// A board's declared definition, or the implicit one of an undeclared board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -230,6 +261,9 @@ pub struct BoardDefinition {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub feeds: Vec<BoardId>,
+    /// Who may post scores: `server` (service tokens only, the default) or `player` (player
+    /// tokens too, each for its own user id).
+    pub write_policy: WritePolicy,
     /// 0 for an undeclared board; bumped by every change of a declared one.
     pub revision: i64,
     /// Whether the board is declared (a row in `board_definitions`).
@@ -260,6 +294,7 @@ impl BoardDefinition {
             time_zone: DEFAULT_TIME_ZONE.into(),
             columns: Vec::new(),
             feeds: Vec::new(),
+            write_policy: WritePolicy::Server,
             revision: 0,
             declared: false,
         }

@@ -12,6 +12,11 @@
 //! erasures; and reads), `admin` (everything). A release before `moderate` existed refuses a
 //! table that names it: remove such entries before rolling back to one. `lbctl token new` makes a
 //! token and its entry; `lbctl token hash` hashes one you have.
+//!
+//! Player tokens (JWTs a game's backend mints for one player, verified with the keys of
+//! `auth.player_keys`) are in [`player`].
+
+pub mod player;
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
