@@ -47,6 +47,11 @@ pub struct ApiSettings {
     pub rate_limit_per_s: u32,
     /// Requests a token or address may send at once above the rate before 429.
     pub rate_limit_burst: u32,
+    /// Requests per minute allowed per player (a player token's `sub`, whichever key minted
+    /// it), instead of the token's rate: a game client is one player. 0: no limit.
+    pub player_rate_limit_per_min: u32,
+    /// Requests a player may send at once before its rate applies.
+    pub player_rate_limit_burst: u32,
     /// Most connections open at once; further clients wait in the listen backlog.
     pub max_connections: Count<1, 1_000_000>,
     /// Bound on receiving a request's headers; a slower client is disconnected.
@@ -96,6 +101,9 @@ impl Default for ApiSettings {
             definition_cache_ms: const { Millis::of(1_000) },
             rate_limit_per_s: 1_000,
             rate_limit_burst: 2_000,
+            // Unity's leaderboards allow a player 60 requests a minute.
+            player_rate_limit_per_min: 60,
+            player_rate_limit_burst: 60,
             max_connections: const { Count::of(10_000) },
             header_timeout_ms: const { Millis::of(5_000) },
             read_pool_max_size: const { Count::of(8) },
@@ -200,6 +208,18 @@ impl DaemonSection for Sections {
         in_range(
             "api.rate_limit_burst",
             u64::from(api.rate_limit_burst),
+            1,
+            10_000_000,
+        )?;
+        in_range(
+            "api.player_rate_limit_per_min",
+            u64::from(api.player_rate_limit_per_min),
+            0,
+            10_000_000,
+        )?;
+        in_range(
+            "api.player_rate_limit_burst",
+            u64::from(api.player_rate_limit_burst),
             1,
             10_000_000,
         )?;

@@ -5,7 +5,8 @@
 //!   `auth.player_keys` (core's `auth/player.rs`). A bad or malformed header is answered 401
 //!   at once; no header means anonymous. The identity goes into the request's extensions for
 //!   the handlers' scope checks.
-//! - A token bucket per token (or, for anonymous calls, per client: its address, an IPv6 /64,
+//! - A token bucket per player (a player token's `sub`, at `api.player_rate_limit_per_min`),
+//!   per token (or, for anonymous calls, per client: its address, an IPv6 /64,
 //!   named by `X-Forwarded-For` / `Forwarded` only when the peer is one of
 //!   `api.trusted_proxies`; see `crate::client`) answers 429 with `Retry-After` past
 //!   `api.rate_limit_per_s` (bursts up to `api.rate_limit_burst`); see `rate_limit`.
@@ -50,6 +51,8 @@ pub struct Auth {
     pub reads: ReadAccess,
     /// None when `api.rate_limit_per_s` is 0.
     pub limiter: Option<Arc<Limiter>>,
+    /// Per player, instead of `limiter`; None when `api.player_rate_limit_per_min` is 0.
+    pub player_limiter: Option<Arc<Limiter>>,
     /// The proxies whose forwarding headers name the client (`api.trusted_proxies`).
     pub trusted_proxies: Arc<TrustedProxies>,
 }
@@ -68,6 +71,11 @@ impl Auth {
             reads: settings.auth.reads,
             limiter: Limiter::new(settings.api.rate_limit_per_s, settings.api.rate_limit_burst)
                 .map(Arc::new),
+            player_limiter: Limiter::per_minute(
+                settings.api.player_rate_limit_per_min,
+                settings.api.player_rate_limit_burst,
+            )
+            .map(Arc::new),
             // Validated when loaded; should it not parse, no proxy is trusted.
             trusted_proxies: Arc::new(settings.api.trusted_proxies().unwrap_or_default()),
         }
@@ -79,12 +87,19 @@ pub async fn guard(State(auth): State<Auth>, mut req: Request, next: Next) -> Re
         Ok(identity) => identity,
         Err(e) => return e.into_response(),
     };
-    if let Some(limiter) = &auth.limiter {
-        let key = match &identity {
-            Identity::Token(t) => format!("token:{}", t.name),
-            // Per player, whichever key minted the token: a player is one client.
-            Identity::Player(p) => format!("player:{}", p.user.as_str()),
-            Identity::Anonymous => req
+    // A player is one game client: its own bucket, by `sub` whichever key minted its token,
+    // at the players' rate; everyone else by token or address.
+    let limited = match &identity {
+        Identity::Player(p) => auth
+            .player_limiter
+            .as_ref()
+            .map(|l| (l, format!("player:{}", p.user.as_str()))),
+        Identity::Token(t) => auth
+            .limiter
+            .as_ref()
+            .map(|l| (l, format!("token:{}", t.name))),
+        Identity::Anonymous => auth.limiter.as_ref().map(|l| {
+            let key = req
                 .extensions()
                 .get::<ConnectInfo<SocketAddr>>()
                 .map_or_else(
@@ -93,11 +108,14 @@ pub async fn guard(State(auth): State<Auth>, mut req: Request, next: Next) -> Re
                         let client = auth.trusted_proxies.client(c.0.ip(), req.headers());
                         format!("address:{}", ClientKey::of(client))
                     },
-                ),
-        };
-        if let Err(wait) = limiter.check(&key) {
-            return ApiError::RateLimited(wait).into_response();
-        }
+                );
+            (l, key)
+        }),
+    };
+    if let Some((limiter, key)) = limited
+        && let Err(wait) = limiter.check(&key)
+    {
+        return ApiError::RateLimited(wait).into_response();
     }
     req.extensions_mut().insert(identity);
     next.run(req).await

@@ -23,10 +23,21 @@ impl Limiter {
     pub fn new(per_s: u32, burst: u32) -> Option<Limiter> {
         let per_s = NonZeroU32::new(per_s)?;
         let burst = NonZeroU32::new(burst).unwrap_or(per_s);
-        Some(Limiter {
-            buckets: RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst)),
+        Some(Self::of(Quota::per_second(per_s).allow_burst(burst)))
+    }
+
+    /// None when `per_min` is 0 (no limit): the players' limit.
+    pub fn per_minute(per_min: u32, burst: u32) -> Option<Limiter> {
+        let per_min = NonZeroU32::new(per_min)?;
+        let burst = NonZeroU32::new(burst).unwrap_or(per_min);
+        Some(Self::of(Quota::per_minute(per_min).allow_burst(burst)))
+    }
+
+    fn of(quota: Quota) -> Limiter {
+        Limiter {
+            buckets: RateLimiter::keyed(quota),
             seen: AtomicU64::new(0),
-        })
+        }
     }
 
     /// Ok, or how long to wait.

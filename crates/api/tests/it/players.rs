@@ -355,10 +355,11 @@ async fn with_token_reads_a_player_reads_its_own_entry_only() {
 }
 
 #[tokio::test]
-async fn a_players_requests_share_one_bucket_whichever_key_minted_the_token() {
+async fn a_players_requests_share_one_bucket_at_the_players_rate_whichever_key_minted_the_token() {
+    // One request a minute per player; tokens keep their own (large) rate.
     let p = Players::new(|s| {
-        s.api.rate_limit_per_s = 1;
-        s.api.rate_limit_burst = 1;
+        s.api.player_rate_limit_per_min = 1;
+        s.api.player_rate_limit_burst = 1;
     })
     .await;
     let now = player::now_s();
@@ -369,11 +370,23 @@ async fn a_players_requests_share_one_bucket_whichever_key_minted_the_token() {
     let other_key =
         p.ed.mint(&claims("alice", &["runs"], now + 600))
             .expect("mint");
-    let (status, body) = p.get(&other_key, "/v1/boards/runs/users/alice").await;
-    assert_eq!(
-        (status, code(&body)),
-        (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-        "{body}"
+    let (status, headers, text) = common::send_with_headers(
+        &p.app,
+        Request::get("/v1/boards/runs/users/alice")
+            .header(header::AUTHORIZATION, format!("Bearer {other_key}"))
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
+    let retry: u64 = headers
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        (30..=60).contains(&retry),
+        "a minute's rate: Retry-After {retry}"
     );
     let bob = mint("k1", SECRET, &claims("bob", &["runs"], now + 600));
     let (status, body) = p.get(&bob, "/v1/boards/runs/users/bob").await;
@@ -382,4 +395,9 @@ async fn a_players_requests_share_one_bucket_whichever_key_minted_the_token() {
         StatusCode::NOT_FOUND,
         "bob has his own bucket: {body}"
     );
+    // A service token is not counted at the players' rate.
+    for _ in 0..3 {
+        let (status, body) = p.get(TEST_TOKEN, "/v1/boards/runs/users/alice").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    }
 }
