@@ -1,8 +1,9 @@
 //! The board kinds side by side: command throughput through the API and commit-to-visible
 //! latency on an undeclared `add` board (today's default), a `best` board, an ascending `best`
 //! board with earliest-first ties (a time trial), an `add` board with a weekly cron reset (what
-//! periods cost a command), a `latest` board, a `best` board of three columns, and a linked set
-//! of three `add` boards (one command writes an entry on each), each on a fresh database and
+//! periods cost a command), a `latest` board, a `best` board of three columns, a linked set
+//! of three `add` boards (one command writes an entry on each), and an `add` board written by
+//! one user per connection with a service token and with player tokens, each on a fresh database and
 //! namespace, in the same run, each as a ratio to the `add` board's figures.
 //!
 //! The `best` boards are sent only improving scores (a counter shared by every connection,
@@ -35,7 +36,7 @@ fn three_columns(r: u64) -> String {
     format!("[{},{},{}]", rising(), r % 1_000, (r >> 10) % 10)
 }
 
-const KINDS: [(&str, Target); 7] = [
+const KINDS: [(&str, Target); 9] = [
     (
         "add, descending, ties by user id (undeclared)",
         Target {
@@ -118,6 +119,29 @@ const KINDS: [(&str, Target); 7] = [
                 ),
             ],
             request: |_, _| command("kind-linked", "delta", |r| (r % 100 + 1) as i64),
+        },
+    ),
+    // A player token's signature (EdDSA) is verified on every request. The pair below differs
+    // only in the token: one user per connection, each posting its own score, the board
+    // taking players' scores. Target: the player tokens' rate at least 0.9 of the service
+    // token's (the report's ratio is to the add board; docs/performance.md divides the two).
+    (
+        "add, one user per connection, service token",
+        Target {
+            board: "kind-own",
+            definitions: &[("kind-own", r#"{"operator":"add","write_policy":"player"}"#)],
+            request: |client, _| crate::players::own_command("kind-own", client, false),
+        },
+    ),
+    (
+        "add, one user per connection, player token (EdDSA)",
+        Target {
+            board: "kind-player",
+            definitions: &[(
+                "kind-player",
+                r#"{"operator":"add","write_policy":"player"}"#,
+            )],
+            request: |client, _| crate::players::own_command("kind-player", client, true),
         },
     ),
 ];

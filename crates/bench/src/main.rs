@@ -12,6 +12,7 @@ mod load;
 mod memory;
 mod periods;
 mod pgbench;
+mod players;
 mod plot;
 mod projector;
 mod ranks;

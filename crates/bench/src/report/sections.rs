@@ -108,8 +108,9 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
          in the same order. Each ratio is the kind's \
          figure ÷ the `add` board's in this run (target: within 10%; the linked set of three, \
          which writes three entries a command: at least 0.5, and its commit-to-visible p99, \
-         watched on the last board it feeds, within 20%); the rounds' own figures show the \
-         spread.\n\n\
+         watched on the last board it feeds, within 20%; the player tokens' board: at least \
+         0.9 of the service token's board beside it, one user per connection on both); the \
+         rounds' own figures show the spread.\n\n\
          | board | clients | commands (rounds) | ÷ add | commit-to-visible p50 / p99 (rounds' p99) | p99 ÷ add |\n\
          |---|---|---|---|---|---|\n",
         k.rounds, k.seconds, k.visible_rate_per_s, k.rounds, k.visible_seconds
