@@ -15,6 +15,7 @@
 //! implemented where the state is defined), so this module knows nothing of the state.
 
 mod rate_limit;
+mod verified;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,6 +49,8 @@ pub struct Auth {
     pub tokens: Arc<TokenTable>,
     /// The keys of `auth.player_keys`.
     pub players: Arc<PlayerKeys>,
+    /// Player tokens verified already, until they expire.
+    verified: Arc<verified::Verified>,
     pub reads: ReadAccess,
     /// None when `api.rate_limit_per_s` is 0.
     pub limiter: Option<Arc<Limiter>>,
@@ -68,6 +71,7 @@ impl Auth {
                 PlayerKeys::parse(&settings.auth.player_keys, &settings.auth.player_audience)
                     .unwrap_or_default(),
             ),
+            verified: Arc::default(),
             reads: settings.auth.reads,
             limiter: Limiter::new(settings.api.rate_limit_per_s, settings.api.rate_limit_burst)
                 .map(Arc::new),
@@ -144,9 +148,9 @@ impl Auth {
     pub fn token(&self, token: &str) -> Result<Identity, ApiError> {
         if token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2 {
             return self
-                .players
-                .verify(token)
-                .map(|p| Identity::Player(Arc::new(p)))
+                .verified
+                .get_or_verify(token, || self.players.verify(token))
+                .map(Identity::Player)
                 .map_err(ApiError::PlayerToken);
         }
         self.tokens

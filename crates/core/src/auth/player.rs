@@ -120,6 +120,8 @@ pub struct Player {
     pub boards: Vec<BoardPattern>,
     /// The key that verified it (for logs and metrics; never the key itself).
     pub kid: String,
+    /// Its `exp`: a verification kept for reuse ends with it.
+    pub exp: u64,
 }
 
 impl Player {
@@ -263,7 +265,12 @@ impl PlayerKeys {
             .map(|b| BoardPattern::parse(b))
             .collect::<Option<Vec<_>>>()
             .ok_or(PlayerTokenError::Claims)?;
-        Ok(Player { user, boards, kid })
+        Ok(Player {
+            user,
+            boards,
+            kid,
+            exp: claims.exp,
+        })
     }
 }
 
