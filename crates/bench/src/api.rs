@@ -31,7 +31,7 @@ impl Stack {
         settings.database.pool_max_size = Count::new(clients)?;
         settings.redis.pool_max_size = Count::new(clients)?;
         settings.auth.tokens = test_tokens().into();
-        settings.auth.player_keys = crate::players::keys_entry().into();
+        settings.auth.player_keys = crate::players::keys_entry()?.into();
         // Every load client comes from one address: the per-address limit would measure itself.
         settings.api.rate_limit_per_s = 0;
         settings.api.player_rate_limit_per_min = 0;

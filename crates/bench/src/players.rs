@@ -20,34 +20,36 @@ struct Keys {
     tokens: Vec<String>,
 }
 
-fn keys() -> &'static Keys {
-    static KEYS: OnceLock<Keys> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        let (signing, verifying) = player::generate("EdDSA").expect("an Ed25519 key pair");
-        let key = SigningKey::parse("bench", &signing).expect("the key just generated");
-        let exp = player::now_s() + 24 * 3600;
-        let tokens = (0..PLAYERS)
-            .map(|c| {
-                key.mint(&Claims {
-                    sub: user(c),
-                    boards: vec!["kind-*".to_owned()],
-                    exp,
-                    nbf: None,
-                    aud: None,
-                })
-                .expect("a token")
-            })
-            .collect();
-        Keys {
-            entry: format!("bench={verifying}"),
-            tokens,
-        }
-    })
-}
+static KEYS: OnceLock<Keys> = OnceLock::new();
 
-/// The `auth.player_keys` entry of the run's key.
-pub fn keys_entry() -> String {
-    keys().entry.clone()
+/// The `auth.player_keys` entry of the run's key, made (with every player's token) the first
+/// time it is asked for: before any api starts.
+pub fn keys_entry() -> anyhow::Result<String> {
+    if let Some(keys) = KEYS.get() {
+        return Ok(keys.entry.clone());
+    }
+    let failed = |e: String| anyhow::anyhow!("the benchmark's player key: {e}");
+    let (signing, verifying) = player::generate("EdDSA").map_err(failed)?;
+    let key = SigningKey::parse("bench", &signing).map_err(failed)?;
+    let exp = player::now_s() + 24 * 3600;
+    let tokens = (0..PLAYERS)
+        .map(|c| {
+            key.mint(&Claims {
+                sub: user(c),
+                boards: vec!["kind-*".to_owned()],
+                exp,
+                nbf: None,
+                aud: None,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(failed)?;
+    // Another caller may have set it meanwhile: then its key is the one the api was given.
+    let keys = KEYS.get_or_init(|| Keys {
+        entry: format!("bench={verifying}"),
+        tokens,
+    });
+    Ok(keys.entry.clone())
 }
 
 fn user(client: usize) -> String {
@@ -59,8 +61,11 @@ fn user(client: usize) -> String {
 pub fn own_command(board: &str, client: usize, player_token: bool) -> Vec<u8> {
     let event = uuid::Uuid::new_v4();
     let delta = event.as_u128() % 100 + 1;
+    // Without the keys (no api was started) the token is empty: the api answers 401, and the
+    // load fails naming it.
     let token = if player_token {
-        keys().tokens[client % PLAYERS].as_str()
+        KEYS.get()
+            .map_or("", |k| k.tokens[client % PLAYERS].as_str())
     } else {
         TEST_TOKEN
     };

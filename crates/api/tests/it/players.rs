@@ -86,40 +86,51 @@ impl Players {
     }
 
     async fn define(&self, board: &str, body: Value) {
-        let (status, answer) = send(
-            &self.app,
-            Request::put(format!("/v1/boards/{board}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::AUTHORIZATION, format!("Bearer {TEST_TOKEN}"))
-                .body(Body::from(body.to_string()))
-                .expect("request"),
-        )
-        .await;
+        let (status, answer) = self
+            .request(
+                TEST_TOKEN,
+                "PUT",
+                &format!("/v1/boards/{board}"),
+                Some(body),
+            )
+            .await;
         assert!(status.is_success(), "define {board}: {status} {answer}");
+    }
+
+    /// `method` on `uri` with `token`, and `body` as JSON.
+    async fn request(
+        &self,
+        token: &str,
+        method: &str,
+        uri: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"));
+        let request = match body {
+            Some(body) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        send(&self.app, request.expect("request")).await
     }
 
     async fn post(&self, token: &str, board: &str, user: &str, event: &str) -> (StatusCode, Value) {
         let body = json!({"event_id": event, "user_id": user, "score": 42});
-        send(
-            &self.app,
-            Request::post(format!("/v1/boards/{board}/scores"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::from(body.to_string()))
-                .expect("request"),
+        self.request(
+            token,
+            "POST",
+            &format!("/v1/boards/{board}/scores"),
+            Some(body),
         )
         .await
     }
 
     async fn get(&self, token: &str, uri: &str) -> (StatusCode, Value) {
-        send(
-            &self.app,
-            Request::get(uri)
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
+        self.request(token, "GET", uri, None).await
     }
 
     /// Score events, entries and outbox rows in PostgreSQL, over every board.
@@ -233,15 +244,15 @@ async fn a_player_token_posts_its_own_scores_and_every_other_use_is_refused_with
         assert_eq!((got, code(&body)), (*status, *expected), "{what}: {body}");
     }
     // What else a player token may not do.
-    let (status, body) = send(
-        &p.app,
-        Request::put("/v1/boards/mine")
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::AUTHORIZATION, format!("Bearer {}", alice(&["*"])))
-            .body(Body::from(json!({"operator": "add"}).to_string()))
-            .expect("request"),
-    )
-    .await;
+    let everywhere = alice(&["*"]);
+    let (status, body) = p
+        .request(
+            &everywhere,
+            "PUT",
+            "/v1/boards/mine",
+            Some(json!({"operator": "add"})),
+        )
+        .await;
     assert_eq!(
         (status, code(&body)),
         (StatusCode::FORBIDDEN, "player_scope"),
@@ -249,15 +260,9 @@ async fn a_player_token_posts_its_own_scores_and_every_other_use_is_refused_with
     );
     let moderation =
         json!({"action_id": event(), "action": "ban", "user_id": "bob", "reason": "x"});
-    let (status, body) = send(
-        &p.app,
-        Request::post("/v1/moderation")
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::AUTHORIZATION, format!("Bearer {}", alice(&["*"])))
-            .body(Body::from(moderation.to_string()))
-            .expect("request"),
-    )
-    .await;
+    let (status, body) = p
+        .request(&everywhere, "POST", "/v1/moderation", Some(moderation))
+        .await;
     assert_eq!(
         (status, code(&body)),
         (StatusCode::FORBIDDEN, "player_scope"),

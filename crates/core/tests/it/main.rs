@@ -15,6 +15,7 @@ mod generation;
 mod history;
 mod moderation_race;
 mod periods;
+mod player_tokens;
 mod schema;
 mod store;
 mod tls;

@@ -4,6 +4,10 @@
 use super::*;
 use ledgerboard_core::auth::player::PlayerKeys;
 
+/// The labels of `lbctl token player-key`'s two lines.
+const SIGNING: &str = "signing key (shown once; keep it on the game's backend):";
+const ENTRY: &str = "auth.player_keys entry (entries are separated by ;):";
+
 /// What follows `label` on the line of `out` that starts with it.
 fn after<'a>(out: &'a str, label: &str) -> &'a str {
     out.lines()
@@ -30,11 +34,8 @@ fn a_generated_key_mints_tokens_its_entry_verifies_and_no_other() {
         };
         let (ok, out, err) = run(&["token", "player-key", "--kid", "k1", "--alg", alg], None);
         assert!(ok, "{alg}: {err}");
-        let signing = after(
-            &out,
-            "signing key (shown once; keep it on the game's backend):",
-        );
-        let entry = after(&out, "auth.player_keys entry (entries are separated by ;):");
+        let signing = after(&out, SIGNING);
+        let entry = after(&out, ENTRY);
         let keys = PlayerKeys::parse(entry, "").expect("the printed entry parses");
         if alg != "HS256" {
             assert!(
@@ -62,14 +63,7 @@ fn a_generated_key_mints_tokens_its_entry_verifies_and_no_other() {
         assert_eq!(player.user.as_str(), "alice");
         // Another key's entry under the same kid does not verify it.
         let (_, other, _) = run(&["token", "player-key", "--kid", "k1", "--alg", alg], None);
-        let other = PlayerKeys::parse(
-            after(
-                &other,
-                "auth.player_keys entry (entries are separated by ;):",
-            ),
-            "",
-        )
-        .expect("entry");
+        let other = PlayerKeys::parse(after(&other, ENTRY), "").expect("entry");
         assert!(other.verify(token.trim()).is_err(), "{alg}");
         // Without the key in the environment, nothing is minted.
         let (ok, _, err) = run(

@@ -1,7 +1,12 @@
+//! Player tokens (`auth/player.rs`) as the api verifies them and lbctl mints them: every way a
+//! token is refused, each with its own error, and keys that are never echoed.
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-
-use super::*;
+use ledgerboard_core::auth::player::{
+    CLOCK_SKEW_S, Claims, PlayerKeys, PlayerTokenError, SigningKey, generate, now_s,
+};
+use ledgerboard_core::model::BoardId;
 
 const SECRET: &str = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA"; // 35 bytes
 
