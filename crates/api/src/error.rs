@@ -7,6 +7,8 @@ use axum::response::{IntoResponse, Response};
 use ledgerboard_core::auth::player::PlayerTokenError;
 use ledgerboard_core::board::SubmitError;
 use ledgerboard_core::board::definition::{DefineError, DefinitionError};
+use ledgerboard_core::board::guard::review::DecideError;
+use ledgerboard_core::board::guard::{AttemptRefusal, StartError};
 use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::model::ValidationError;
@@ -78,6 +80,13 @@ pub enum ApiError {
     PlayerDenied(&'static str, String),
     /// Past the rate limit of this token or address (429, with `Retry-After`).
     RateLimited(std::time::Duration),
+    /// A score's attempt, or an attempt's start, refused (its code; 422, 403 for another
+    /// player's, 409 for one used, expired or past the cap): nothing was written.
+    Attempt(AttemptRefusal),
+    /// A refusal with its own status and code: a review decision not taken
+    /// (`review_unknown` 404, `review_decided` and `review_period_over` 409, `invalid_reason`
+    /// 422), an attempt's `invalid_request_id` (422).
+    Coded(StatusCode, &'static str, String),
     /// A dependency did not answer in time, or at all (503, with Retry-After).
     Unavailable(String),
     /// The request took longer than `api.request_timeout_ms` (503).
@@ -171,6 +180,17 @@ impl ApiError {
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", (*m).to_owned()),
             Self::PlayerToken(e) => (StatusCode::UNAUTHORIZED, e.code(), e.to_string()),
             Self::PlayerDenied(code, m) => (StatusCode::FORBIDDEN, code, m.clone()),
+            Self::Attempt(e) => {
+                let status = match e {
+                    AttemptRefusal::Foreign => StatusCode::FORBIDDEN,
+                    AttemptRefusal::Used | AttemptRefusal::Expired | AttemptRefusal::Limit => {
+                        StatusCode::CONFLICT
+                    }
+                    _ => StatusCode::UNPROCESSABLE_ENTITY,
+                };
+                (status, e.code(), e.to_string())
+            }
+            Self::Coded(status, code, m) => (*status, code, m.clone()),
             Self::RateLimited(_) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -298,6 +318,32 @@ impl From<SubmitError> for ApiError {
                 error: Box::new((*error).into()),
             },
             SubmitError::ServerOnly(_) => Self::PlayerDenied("board_server_only", e.to_string()),
+            SubmitError::Attempt(e) => Self::Attempt(e),
+        }
+    }
+}
+
+impl From<StartError> for ApiError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Refused(e) => Self::Attempt(e),
+            StartError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<DecideError> for ApiError {
+    fn from(e: DecideError) -> Self {
+        let m = e.to_string();
+        match e {
+            DecideError::Unknown(_) => Self::Coded(StatusCode::NOT_FOUND, "review_unknown", m),
+            DecideError::Decided(..) => Self::Coded(StatusCode::CONFLICT, "review_decided", m),
+            DecideError::PeriodOver => Self::Coded(StatusCode::CONFLICT, "review_period_over", m),
+            DecideError::Reason => {
+                Self::Coded(StatusCode::UNPROCESSABLE_ENTITY, "invalid_reason", m)
+            }
+            DecideError::Submit(e) => e.into(),
+            DecideError::Store(e) => e.into(),
         }
     }
 }

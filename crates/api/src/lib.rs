@@ -61,8 +61,22 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .route("/v1/boards/{board}", put(routes::boards::put_board))
         // Admin only (checked in the handler).
         .route("/v1/boards/{board}/reset", post(routes::boards::post_reset))
+        .route(
+            "/v1/boards/{board}/attempts",
+            post(routes::attempts::post_attempt),
+        )
         // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
+        // Moderate scope (checked in the handlers).
+        .route("/v1/reviews", get(routes::reviews::list))
+        .route(
+            "/v1/reviews/{event_id}/approve",
+            post(routes::reviews::approve),
+        )
+        .route(
+            "/v1/reviews/{event_id}/reject",
+            post(routes::reviews::reject),
+        )
         // Admin only (checked in the handler): it reads the whole period.
         .route(
             "/v1/boards/{board}/periods/{period}/verification",

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{boards, commands, moderation, periods, reads};
+use crate::routes::{attempts, boards, commands, moderation, periods, reads, reviews};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -24,7 +24,11 @@ use crate::routes::{boards, commands, moderation, periods, reads};
         boards::post_reset,
         periods::standings,
         periods::verification,
-        moderation::post_moderation
+        moderation::post_moderation,
+        attempts::post_attempt,
+        reviews::list,
+        reviews::approve,
+        reviews::reject
     ),
     modifiers(&BearerAuth),
     tags(
@@ -32,7 +36,7 @@ use crate::routes::{boards, commands, moderation, periods, reads};
         (name = "reads", description = "leaderboard reads with their freshness"),
         (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
         (name = "periods", description = "closed periods' frozen standings, from PostgreSQL only (payouts)"),
-        (name = "moderation", description = "idempotent, audited removals, bans and erasures (admin scope)")
+        (name = "moderation", description = "idempotent, audited removals, bans and erasures; the review queue of held scores (moderate scope)")
     )
 )]
 pub struct ApiDoc;

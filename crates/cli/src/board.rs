@@ -4,7 +4,9 @@
 use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::definition::BoardDefinition;
-use ledgerboard_core::board::definition::{self, Declaration, DefinitionError, WritePolicy};
+use ledgerboard_core::board::definition::{
+    self, AttemptRule, Declaration, DefinitionError, ReviewRules, WritePolicy,
+};
 use ledgerboard_core::board::moderation::Action;
 use ledgerboard_core::board::periods;
 use ledgerboard_core::config::Settings;
@@ -140,6 +142,25 @@ pub struct BoardFields {
     /// tokens too, each for its own user id).
     #[arg(long, value_name = "server|player")]
     write_policy: Option<String>,
+    /// Players' scores must come from attempts: the rule as JSON,
+    /// '{"min_duration_ms":5000,"max_per_period":10,"ttl_s":3600}' (each optional), or null for
+    /// none.
+    #[arg(long, value_name = "JSON|null")]
+    attempts: Option<String>,
+    /// Review rules as JSON: '{"ceiling":[100000],"max_jump":5000,"max_per_minute":10}' (each
+    /// optional), or null for none. A score past one is held for review (`lbctl review`).
+    #[arg(long, value_name = "JSON|null")]
+    review: Option<String>,
+}
+
+/// A flag holding a rule as JSON: None when not given.
+fn json_flag<T>(
+    raw: Option<&str>,
+    parse: fn(&serde_json::Value) -> Result<Option<T>, DefinitionError>,
+) -> anyhow::Result<Option<Option<T>>> {
+    let Some(raw) = raw else { return Ok(None) };
+    let value: serde_json::Value = serde_json::from_str(raw).context("not JSON")?;
+    Ok(Some(parse(&value)?))
 }
 
 impl BoardFields {
@@ -210,6 +231,10 @@ impl BoardFields {
                 .map(|p| WritePolicy::parse(p).ok_or(DefinitionError::WritePolicy))
                 .transpose()
                 .context("--write-policy")?,
+            attempts: json_flag(self.attempts.as_deref(), AttemptRule::from_json)
+                .context("--attempts")?,
+            review: json_flag(self.review.as_deref(), ReviewRules::from_json)
+                .context("--review")?,
         })
     }
 }

@@ -7,7 +7,7 @@ use axum::Form;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use ledgerboard_core::board::definition;
+use ledgerboard_core::board::definition::{self, DefinitionError};
 use ledgerboard_core::db::{history, outbox};
 use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation::{self, RequestKind};
@@ -120,6 +120,19 @@ pub struct DefineForm {
     feeds: Option<String>,
     /// `server` or `player`.
     write_policy: Option<String>,
+    /// The attempts' rule and the review rules as JSON (empty: none).
+    attempts: Option<String>,
+    review: Option<String>,
+}
+
+/// A form field holding JSON (the attempts' rule, the review rules): absent when empty, its
+/// definition error when it is not JSON.
+fn json_field(
+    raw: Option<String>,
+    error: DefinitionError,
+) -> Result<Option<serde_json::Value>, ApiError> {
+    raw.map(|r| serde_json::from_str(&r).map_err(|_| ApiError::from(error)))
+        .transpose()
 }
 
 /// Declares a board: the definition `PUT /v1/boards/{board}` would (`routes::boards::define`).
@@ -164,6 +177,8 @@ pub async fn define(
         columns,
         feeds: list(form.feeds),
         write_policy: given(form.write_policy),
+        attempts: json_field(given(form.attempts), DefinitionError::Attempts)?,
+        review: json_field(given(form.review), DefinitionError::Review)?,
     };
     let defined = crate::routes::boards::define(&state, &board, &body)
         .await

@@ -12,7 +12,9 @@ use ledgerboard_core::board::definition::{
     self, Declaration, DefinitionError, Expect, parse_operator, parse_reset, parse_sort,
     parse_tie_break,
 };
-use ledgerboard_core::board::definition::{BoardDefinition, Column, WritePolicy};
+use ledgerboard_core::board::definition::{
+    AttemptRule, BoardDefinition, Column, ReviewRules, WritePolicy,
+};
 use ledgerboard_core::board::periods;
 use ledgerboard_core::model::BoardId;
 use serde::{Deserialize, Serialize};
@@ -76,6 +78,16 @@ pub struct DefinitionBody {
     /// tokens too, each for its own user id). May change at any time.
     #[schema(example = "player")]
     pub(crate) write_policy: Option<String>,
+    /// Whether a player's score must come from an attempt (`POST .../attempts`), and the
+    /// attempts' rule: `{"min_duration_ms"?, "max_per_period"?, "ttl_s"?}`; null or absent:
+    /// no attempts.
+    #[schema(value_type = Option<AttemptRule>)]
+    pub(crate) attempts: Option<serde_json::Value>,
+    /// Review rules: a score past one is held for review, its sender answered as though it
+    /// was applied: `{"ceiling"?: [one per column, or null], "max_jump"?, "max_per_minute"?}`;
+    /// null or absent: none.
+    #[schema(value_type = Option<ReviewRules>)]
+    pub(crate) review: Option<serde_json::Value>,
 }
 
 impl DefinitionBody {
@@ -115,6 +127,20 @@ impl DefinitionBody {
                 .as_deref()
                 .map(|p| WritePolicy::parse(p).ok_or(DefinitionError::WritePolicy))
                 .transpose()?,
+            attempts: Some(
+                self.attempts
+                    .as_ref()
+                    .map(AttemptRule::from_json)
+                    .transpose()?
+                    .flatten(),
+            ),
+            review: Some(
+                self.review
+                    .as_ref()
+                    .map(ReviewRules::from_json)
+                    .transpose()?
+                    .flatten(),
+            ),
         })
     }
 }
@@ -136,7 +162,7 @@ impl DefinitionBody {
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 409, description = "`board_has_entries`: the operator, sort, tie_break, reset, time_zone or the columns' number or orders of a board with entries", body = ErrorBody),
         (status = 413, description = "body too large", body = ErrorBody),
-        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_value`, `feeds_loop`, `invalid_write_policy`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "an invalid value: `invalid_operator`, `invalid_sort`, `invalid_tie_break`, `invalid_score_bounds`, `invalid_delta_bounds`, `delta_bounds_not_allowed`, `invalid_display_name`, `invalid_reset`, `invalid_time_zone`, `invalid_columns`, `invalid_column_bounds`, `columns_and_score`, `invalid_feeds`, `feeds_unknown`, `feeds_columns`, `feeds_value`, `feeds_loop`, `invalid_write_policy`, `invalid_attempts`, `invalid_review`, `invalid_board_id`", body = ErrorBody),
         (status = 429, description = "past the rate limit", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or commands in flight held the change up too long", body = ErrorBody),
     ),
@@ -156,7 +182,7 @@ pub async fn put_board(
     let body = body?;
     let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"], \"write_policy\"?: \"server|player\"}}: {e}"
+            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"], \"write_policy\"?: \"server|player\", \"attempts\"?: {{…}}|null, \"review\"?: {{…}}|null}}: {e}"
         ))
     })?;
     let defined = define(&state, &board, &raw).await?;

@@ -50,6 +50,10 @@ pub struct CommandBody {
     /// it keeps the prior; on best boards the improving submission's).
     #[schema(value_type = Option<Object>)]
     metadata: Option<serde_json::Value>,
+    /// The attempt this score comes from (`POST /v1/boards/{board}/attempts`): required of a
+    /// player token on a board that declares attempts; used up by this command.
+    #[schema(format = Uuid)]
+    attempt_id: Option<String>,
 }
 
 /// Applies a score command exactly once per event id.
@@ -97,6 +101,7 @@ pub async fn post_score(
             delta: raw.delta.as_ref(),
             metadata: raw.metadata.as_ref(),
             writer: identity.writer(),
+            attempt: raw.attempt_id.as_deref(),
         };
         board::submit(
             &state.commands,

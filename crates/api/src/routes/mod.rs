@@ -1,11 +1,13 @@
 //! HTTP routes. Handlers validate input into domain types, call the store, and return JSON;
 //! status codes are decided in `error.rs` only.
 
+pub mod attempts;
 pub mod boards;
 pub mod commands;
 pub mod moderation;
 pub mod periods;
 pub mod reads;
+pub mod reviews;
 pub(crate) mod target;
 
 use axum::extract::rejection::PathRejection;

@@ -18,6 +18,7 @@ mod openapi;
 mod periods;
 mod pgbouncer;
 mod players;
+mod players_guarded;
 mod postgres_restart;
 mod projection_truth;
 mod readiness;

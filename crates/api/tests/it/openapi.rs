@@ -32,6 +32,7 @@ async fn the_document_covers_every_route_and_its_answers() {
         [
             "/v1/boards",
             "/v1/boards/{board}",
+            "/v1/boards/{board}/attempts",
             "/v1/boards/{board}/periods/{period}/standings",
             "/v1/boards/{board}/periods/{period}/verification",
             "/v1/boards/{board}/reset",
@@ -40,9 +41,16 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/boards/{board}/users",
             "/v1/boards/{board}/users/{user_id}",
             "/v1/boards/{board}/users/{user_id}/around",
-            "/v1/moderation"
+            "/v1/moderation",
+            "/v1/reviews",
+            "/v1/reviews/{event_id}/approve",
+            "/v1/reviews/{event_id}/reject"
         ]
     );
+    let attempts = &paths["/v1/boards/{board}/attempts"]["post"]["responses"];
+    for code in ["200", "201", "400", "401", "403", "409", "422", "503"] {
+        assert!(attempts.get(code).is_some(), "POST attempts lacks {code}");
+    }
     let moderation = &paths["/v1/moderation"]["post"]["responses"];
     for code in ["200", "201", "400", "401", "403", "409", "422", "503"] {
         assert!(

@@ -16,18 +16,18 @@ use ledgerboard_testkit::TEST_TOKEN;
 use serde_json::{Value, json};
 
 /// The HS256 secret of kid `k1` (35 bytes, base64url).
-const SECRET: &str = "cGxheWVyLXRva2Vucy1zZWNyZXQtb2YtdGhlLXRlc3Q";
+pub(crate) const SECRET: &str = "cGxheWVyLXRva2Vucy1zZWNyZXQtb2YtdGhlLXRlc3Q";
 /// Another secret, under the same kid: what a forger without the secret has.
 const FORGED: &str = "Zm9yZ2VkLWZvcmdlZC1mb3JnZWQtZm9yZ2VkLWZvcmdlZA";
 
-struct Players {
-    env: TestEnv,
-    app: axum::Router,
+pub(crate) struct Players {
+    pub(crate) env: TestEnv,
+    pub(crate) app: axum::Router,
     /// The Ed25519 signing half of kid `ed`.
     ed: SigningKey,
 }
 
-fn claims(user: &str, boards: &[&str], exp: u64) -> Claims {
+pub(crate) fn claims(user: &str, boards: &[&str], exp: u64) -> Claims {
     Claims {
         sub: user.to_owned(),
         boards: boards.iter().map(|b| (*b).to_owned()).collect(),
@@ -37,7 +37,7 @@ fn claims(user: &str, boards: &[&str], exp: u64) -> Claims {
     }
 }
 
-fn mint(kid: &str, secret: &str, claims: &Claims) -> String {
+pub(crate) fn mint(kid: &str, secret: &str, claims: &Claims) -> String {
     SigningKey::parse(kid, &format!("HS256:{secret}"))
         .expect("key")
         .mint(claims)
@@ -45,7 +45,7 @@ fn mint(kid: &str, secret: &str, claims: &Claims) -> String {
 }
 
 impl Players {
-    async fn new(tweak: impl FnOnce(&mut common::Settings)) -> Players {
+    pub(crate) async fn new(tweak: impl FnOnce(&mut common::Settings)) -> Players {
         let (ed_signing, ed_verifying) = player::generate("EdDSA").expect("key");
         let env = TestEnv::new(|s| {
             s.auth.player_keys = format!("k1=HS256:{SECRET}; ed={ed_verifying}").into();
@@ -85,7 +85,7 @@ impl Players {
         players
     }
 
-    async fn define(&self, board: &str, body: Value) {
+    pub(crate) async fn define(&self, board: &str, body: Value) {
         let (status, answer) = self
             .request(
                 TEST_TOKEN,
@@ -98,7 +98,7 @@ impl Players {
     }
 
     /// `method` on `uri` with `token`, and `body` as JSON.
-    async fn request(
+    pub(crate) async fn request(
         &self,
         token: &str,
         method: &str,
@@ -134,7 +134,7 @@ impl Players {
     }
 
     /// Score events, entries and outbox rows in PostgreSQL, over every board.
-    async fn written(&self) -> (i64, i64, i64) {
+    pub(crate) async fn written(&self) -> (i64, i64, i64) {
         let client = self.env.db.client().await;
         let count = |table: &str| format!("SELECT count(*) FROM {table}");
         let mut out = [0i64; 3];
@@ -152,7 +152,7 @@ impl Players {
     }
 
     /// Every board rebuilt from PostgreSQL, then what Redis holds of each: user → score.
-    async fn in_redis(&self, boards: &[&str]) -> Vec<(String, Vec<String>)> {
+    pub(crate) async fn in_redis(&self, boards: &[&str]) -> Vec<(String, Vec<String>)> {
         let mut out = Vec::new();
         for board in boards {
             common::seal(&self.env, board).await;
@@ -163,7 +163,7 @@ impl Players {
     }
 }
 
-fn code(body: &Value) -> &str {
+pub(crate) fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("")
 }
 

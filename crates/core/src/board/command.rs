@@ -77,6 +77,8 @@ pub struct Fields<'a> {
     pub metadata: Option<&'a serde_json::Value>,
     /// Who sent it, as the board's write policy judges it.
     pub writer: Writer,
+    /// The attempt the score comes from, as sent (`board/guard/attempt.rs`).
+    pub attempt: Option<&'a str>,
 }
 
 /// Who sent a command: a service token (a game's servers), or a player token (its own user id,
@@ -86,6 +88,9 @@ pub struct Fields<'a> {
 pub enum Writer {
     Service,
     Player,
+    /// An operator's approval of a held score (`board/guard/review.rs`): applied as it was
+    /// sent, past the rules that held it.
+    Review,
 }
 
 /// Validates a command's fields as they came, against `definition`, into a

@@ -16,6 +16,7 @@ mod apply;
 mod command;
 pub mod definition;
 pub mod group;
+pub mod guard;
 pub mod link;
 pub mod moderation;
 pub mod operator;

@@ -3,9 +3,12 @@
 //! command groups, all of it or nothing (`link.rs`); once more against the definitions read
 //! again when a statement says a cached one is not its board's any more.
 
+use std::sync::Arc;
+
 use super::command::{Fields, ScoreCommand, Writer};
-use super::definition::{Definitions, WritePolicy};
+use super::definition::{BoardDefinition, Definitions, WritePolicy};
 use super::group::CommandGroups;
+use super::guard::{self, AttemptRefusal};
 use super::link::{Refused, fed_event};
 use crate::db::{Database, StoreError};
 use crate::model::{BoardId, CommandOutcome, ValidationError};
@@ -27,6 +30,9 @@ pub enum SubmitError {
     /// A player's command to a board whose write policy is `server` (api: 403).
     #[error("board {0} takes scores from the game's servers only (write_policy server)")]
     ServerOnly(BoardId),
+    /// The command's attempt (or its lack of one) was refused (`guard/attempt.rs`).
+    #[error(transparent)]
+    Attempt(#[from] AttemptRefusal),
 }
 
 impl From<Refused> for SubmitError {
@@ -54,20 +60,42 @@ pub async fn submit(
     fields: &Fields<'_>,
     traceparent: Option<String>,
 ) -> Result<CommandOutcome, SubmitError> {
-    let set = validated(definitions, db, board, fields).await?;
-    match groups.apply(set, traceparent.clone()).await {
-        Err(Refused {
-            error: StoreError::DefinitionChanged,
-            board: changed,
-        }) => {
+    let (definition, set) = validated(definitions, db, board, fields).await?;
+    match run(groups, db, &definition, set, fields, traceparent.as_deref()).await {
+        Err(SubmitError::Store(StoreError::DefinitionChanged)) => {
             definitions.forget(board);
-            if let Some(changed) = changed {
-                definitions.forget(&changed);
+            for fed in &definition.feeds {
+                definitions.forget(fed);
             }
-            let set = validated(definitions, db, board, fields).await?;
-            Ok(groups.apply(set, traceparent).await?)
+            let (definition, set) = validated(definitions, db, board, fields).await?;
+            run(groups, db, &definition, set, fields, traceparent.as_deref()).await
         }
-        other => Ok(other?),
+        Err(SubmitError::Fed {
+            board: changed,
+            error,
+        }) if matches!(*error, SubmitError::Store(StoreError::DefinitionChanged)) => {
+            definitions.forget(board);
+            definitions.forget(&changed);
+            let (definition, set) = validated(definitions, db, board, fields).await?;
+            run(groups, db, &definition, set, fields, traceparent.as_deref()).await
+        }
+        other => other,
+    }
+}
+
+/// Applies a validated set: by the command groups, or, when its board guards it (attempts,
+/// review rules), in a transaction of its own (`guard/`).
+async fn run(
+    groups: &CommandGroups,
+    db: &Database,
+    definition: &BoardDefinition,
+    set: Vec<ScoreCommand>,
+    fields: &Fields<'_>,
+    traceparent: Option<&str>,
+) -> Result<CommandOutcome, SubmitError> {
+    match guard::guard(definition, fields)? {
+        None => Ok(groups.apply(set, traceparent.map(str::to_owned)).await?),
+        Some(g) => guard::apply(db, definition, &g, &set, fields, traceparent).await,
     }
 }
 
@@ -78,7 +106,7 @@ async fn validated(
     db: &Database,
     board: &BoardId,
     fields: &Fields<'_>,
-) -> Result<Vec<ScoreCommand>, SubmitError> {
+) -> Result<(Arc<BoardDefinition>, Vec<ScoreCommand>), SubmitError> {
     let definition = definitions.get(db, board).await?;
     // The board the command is sent to decides; the boards it feeds were linked to it by an
     // admin. A policy changed since this definition was cached changed its revision, so the
@@ -101,5 +129,5 @@ async fn validated(
         set.push(cmd);
     }
     set.insert(0, first);
-    Ok(set)
+    Ok((definition, set))
 }

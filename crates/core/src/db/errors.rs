@@ -52,7 +52,14 @@ pub(crate) fn classify(err: &tokio_postgres::Error) -> Failure {
         return Failure::Unavailable;
     };
     let code = db.code();
-    if *code == SqlState::UNIQUE_VIOLATION && db.constraint() == Some("score_events_pkey") {
+    // The same new key arriving twice at once: the later insert loses, and running it again
+    // finds the first (a score's event id; an attempt's request key, board/guard/attempt.rs).
+    if *code == SqlState::UNIQUE_VIOLATION
+        && matches!(
+            db.constraint(),
+            Some("score_events_pkey" | "attempts_request")
+        )
+    {
         Failure::EventRace
     } else if *code == SqlState::T_R_SERIALIZATION_FAILURE
         || *code == SqlState::T_R_DEADLOCK_DETECTED

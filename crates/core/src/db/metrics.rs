@@ -83,6 +83,11 @@ pub enum Op {
     /// Reading the passes or the audit log (the console: `history/*_list.sql`,
     /// `history/pass_boards.sql`).
     HistoryRead,
+    /// Starting an attempt, or a score command's use of one (`board/sql/attempt_*.sql`).
+    Attempt,
+    /// A guarded score command's review: its judgement, a held score, the queue and its
+    /// decisions (`board/sql/review_*.sql`).
+    Review,
 }
 
 impl Label for Op {
@@ -128,6 +133,8 @@ impl Label for Op {
         Op::PeriodArchive,
         Op::HistoryRecord,
         Op::HistoryRead,
+        Op::Attempt,
+        Op::Review,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -180,6 +187,8 @@ impl Op {
             Op::PeriodArchive => "period_archive",
             Op::HistoryRecord => "history_record",
             Op::HistoryRead => "history_read",
+            Op::Attempt => "attempt",
+            Op::Review => "review",
         }
     }
 }

@@ -62,7 +62,7 @@ impl Delta {
 
 /// A command's value as the body carried it: one integer (a board of one column), or one per
 /// column of a board with columns, as an array in the columns' order or an object by name.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum Submitted {

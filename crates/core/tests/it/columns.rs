@@ -102,6 +102,7 @@ impl Racing {
             delta: None,
             metadata: None,
             writer: board::Writer::Service,
+            attempt: None,
         };
         board::submit(
             &self.groups,
@@ -333,6 +334,7 @@ async fn a_sum_one_fed_board_refuses_writes_nothing_on_any_board() {
                 delta: Some(&value),
                 metadata: None,
                 writer: board::Writer::Service,
+                attempt: None,
             };
             board::submit(groups, definitions, db, &id("career"), &fields, None).await
         }

@@ -308,11 +308,12 @@ async fn an_operator_finds_why_a_rank_is_wrong_and_fixes_it_from_the_console() {
     let (repaired, verdict) =
         reload_until(&browser, &alice, "#user-verdict", wait, |t| t == "current").await;
     assert!(repaired, "still {verdict} after the check");
-    let last = browser.find("#last-pass").await.text().await;
-    assert!(
-        last.contains("corrupt 1") && last.contains("repaired 1"),
-        "{last}"
-    );
+    // The pass repairs before it files its report: wait for the report, not only the repair.
+    let (reported, last) = reload_until(&browser, &alice, "#last-pass", wait, |t| {
+        t.contains("corrupt 1") && t.contains("repaired 1")
+    })
+    .await;
+    assert!(reported, "{last}");
     browser.goto(&stack.url("/console/drift")).await;
     let passes = rows(&browser, "#passes tbody tr").await;
     assert!(passes[0][7].contains("corrupt 1"), "{passes:?}");

@@ -1,88 +1,14 @@
 //! A definition as an operator states it ([`Declaration`], from the api's body or `lbctl`'s
 //! flags), the names as sent, and why a declaration is refused before anything is written.
 
+use super::error::{DefinitionError, MAX_FEEDS};
+use super::rules::{AttemptRule, ReviewRules};
 use super::types::{
     BoardDefinition, Column, DEFAULT_TIME_ZONE, MAX_DISPLAY_NAME_CHARS, Reset, Sort, TieBreak,
     WritePolicy,
 };
 use crate::board::operator::{Operator, Value};
 use crate::model::{BoardId, MAX_ABS_SCORE, MAX_COLUMNS};
-
-/// Most boards one board feeds (a command then writes at most 8 entries).
-pub const MAX_FEEDS: usize = 7;
-
-/// Why a declaration was refused before anything was written. `code()` is the stable name the
-/// api puts in its error body (422).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DefinitionError {
-    #[error("operator must be one of {}", Operator::names())]
-    Operator,
-    #[error("sort must be descending or ascending")]
-    Sort,
-    #[error("tie_break must be user_id or earliest")]
-    TieBreak,
-    #[error(
-        "min_score and max_score must be integers within ±{MAX_ABS_SCORE} (2^53 - 1, where a Redis score is exact), min_score <= max_score"
-    )]
-    ScoreBounds,
-    #[error(
-        "min_delta and max_delta must be integers within ±{MAX_ABS_SCORE}, min_delta <= max_delta"
-    )]
-    DeltaBounds,
-    #[error(
-        "min_delta and max_delta apply to add boards only; a {0} board takes a score within min_score and max_score"
-    )]
-    DeltaBoundsNotAllowed(&'static str),
-    #[error(
-        "display_name must be at most {MAX_DISPLAY_NAME_CHARS} characters without control characters"
-    )]
-    DisplayName,
-    #[error(
-        "reset must be never, manual, daily, weekly, monthly, \"every <n>s\" (n from 1 to 99999999) or a five-field cron expression that fires at least once in 8 years (minute hour day-of-month month day-of-week, such as \"0 0 * * MON\")"
-    )]
-    Reset,
-    #[error("time_zone must be an IANA time zone name PostgreSQL knows (such as Europe/Paris)")]
-    TimeZone,
-    #[error(
-        "columns must list 1 to {MAX_COLUMNS} columns, each {{\"name\", \"order\": descending|ascending, \"min\"?, \"max\"?}} with a distinct name of 1 to 32 characters of a-z, 0-9 and _ starting with a letter"
-    )]
-    Columns,
-    #[error(
-        "column {0}: min and max must be integers within ±{MAX_ABS_SCORE} (2^53 - 1, where a Redis score is exact), min <= max"
-    )]
-    ColumnBounds(String),
-    #[error(
-        "a board with columns states its first column's order and bounds in columns, not in sort, min_score and max_score"
-    )]
-    ColumnsAndScore,
-    #[error(
-        "feeds must list at most {MAX_FEEDS} distinct board ids (no period, not the board itself)"
-    )]
-    Feeds,
-    #[error("write_policy must be server or player")]
-    WritePolicy,
-}
-
-impl DefinitionError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Operator => "invalid_operator",
-            Self::Sort => "invalid_sort",
-            Self::TieBreak => "invalid_tie_break",
-            Self::ScoreBounds => "invalid_score_bounds",
-            Self::DeltaBounds => "invalid_delta_bounds",
-            Self::DeltaBoundsNotAllowed(_) => "delta_bounds_not_allowed",
-            Self::DisplayName => "invalid_display_name",
-            Self::Reset => "invalid_reset",
-            Self::TimeZone => "invalid_time_zone",
-            Self::Columns => "invalid_columns",
-            Self::ColumnBounds(_) => "invalid_column_bounds",
-            Self::ColumnsAndScore => "columns_and_score",
-            Self::Feeds => "invalid_feeds",
-            Self::WritePolicy => "invalid_write_policy",
-        }
-    }
-}
 
 /// A definition as an operator states it: what is left out takes its default when the
 /// declaration replaces a definition ([`Declaration::definition`]: descending, ties by user id,
@@ -107,6 +33,11 @@ pub struct Declaration {
     pub feeds: Option<Vec<BoardId>>,
     /// Who may post scores (left out when replacing: `server`).
     pub write_policy: Option<WritePolicy>,
+    /// Whether a player's score needs an attempt (`Some(None)`: no; left out when replacing:
+    /// no).
+    pub attempts: Option<Option<AttemptRule>>,
+    /// The review rules (`Some(None)`: none; left out when replacing: none).
+    pub review: Option<Option<ReviewRules>>,
 }
 
 /// A column as `lbctl --column` and the console's form spell it: `name:order` or
@@ -198,6 +129,10 @@ impl Declaration {
             return Err(DefinitionError::Feeds);
         }
         let (min_delta, max_delta) = operator.delta_bounds(self.min_delta, self.max_delta)?;
+        let review = self.review.clone().flatten();
+        if let Some(rules) = &review {
+            rules.check(columns.len())?;
+        }
         let time_zone = self
             .time_zone
             .clone()
@@ -227,6 +162,8 @@ impl Declaration {
             columns,
             feeds,
             write_policy: self.write_policy.unwrap_or(WritePolicy::Server),
+            attempts: self.attempts.clone().flatten(),
+            review,
             revision: 0,
             declared: true,
         })
@@ -279,6 +216,16 @@ impl Declaration {
             columns: Some(columns),
             feeds: Some(self.feeds.clone().unwrap_or_else(|| current.feeds.clone())),
             write_policy: Some(self.write_policy.unwrap_or(current.write_policy)),
+            attempts: Some(
+                self.attempts
+                    .clone()
+                    .unwrap_or_else(|| current.attempts.clone()),
+            ),
+            review: Some(
+                self.review
+                    .clone()
+                    .unwrap_or_else(|| current.review.clone()),
+            ),
         }
     }
 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::parse::{Declaration, DefinitionError};
+use super::error::DefinitionError;
+use super::parse::Declaration;
+use super::rules;
 use super::types::{BoardDefinition, Column, Reset, Sort, TieBreak, WritePolicy};
 use crate::board::operator::Operator;
 use crate::board::schedule;
@@ -78,9 +80,26 @@ pub fn from_row(board: BoardId, row: &Row) -> Result<BoardDefinition, StoreError
         feeds,
         write_policy: WritePolicy::parse(&write_policy)
             .ok_or_else(|| unknown("write_policy", &write_policy))?,
+        attempts: stored(row, &board, "attempts")?,
+        review: stored(row, &board, "review")?,
         revision: row.try_get("revision")?,
         declared: true,
         board,
+    })
+}
+
+/// A rule stored as JSON (`attempts`, `review`) in `row`: None for NULL; JSON this version
+/// cannot read is a newer schema's, reported rather than guessed.
+fn stored<T: serde::de::DeserializeOwned>(
+    row: &Row,
+    board: &BoardId,
+    name: &str,
+) -> Result<Option<T>, StoreError> {
+    let json = row.try_get::<_, Option<String>>(name)?;
+    rules::from_stored(json.as_deref()).map_err(|_| {
+        StoreError::SchemaMismatch(format!(
+            "board {board}: unknown {name} {json:?} in board_definitions"
+        ))
     })
 }
 
@@ -190,8 +209,9 @@ pub static LOCK_ENTRIES: Statement<0> = Statement::new(
 );
 
 /// Parameters: board, display name, operator, sort, tie break, min and max score, min and max
-/// delta, the revision read, reset, time zone, columns (JSON text), feeds, write policy.
-pub static DEFINE: Statement<15> = Statement::new(
+/// delta, the revision read, reset, time zone, columns (JSON text), feeds, write policy,
+/// attempts and review (JSON text or NULL).
+pub static DEFINE: Statement<17> = Statement::new(
     Op::BoardDefine,
     include_str!("../sql/definition_define.sql"),
     [
@@ -209,6 +229,8 @@ pub static DEFINE: Statement<15> = Statement::new(
         Type::TEXT,
         Type::TEXT,
         Type::TEXT_ARRAY,
+        Type::TEXT,
+        Type::TEXT,
         Type::TEXT,
     ],
 );
@@ -319,6 +341,14 @@ async fn define_once(
     {
         return Err(DefinitionError::TimeZone.into());
     }
+    let attempts = def
+        .attempts
+        .as_ref()
+        .map(|a| serde_json::json!(a).to_string());
+    let review = def
+        .review
+        .as_ref()
+        .map(|r| serde_json::json!(r).to_string());
     let columns = (!def.columns.is_empty())
         .then(|| serde_json::to_string(&def.columns))
         .transpose()
@@ -351,6 +381,8 @@ async fn define_once(
                 &columns,
                 &feeds,
                 &def.write_policy.as_str(),
+                &attempts,
+                &review,
             ],
         )
         .await?;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::rules::{AttemptRule, ReviewRules};
 use crate::board::operator::Operator;
 pub use crate::model::order::{Columns, Order, Sort, TieBreak};
 use crate::model::{BoardId, MAX_ABS_SCORE, MAX_DELTA, MIN_DELTA};
@@ -264,6 +265,12 @@ pub struct BoardDefinition {
     /// Who may post scores: `server` (service tokens only, the default) or `player` (player
     /// tokens too, each for its own user id).
     pub write_policy: WritePolicy,
+    /// Whether a player's score must carry an attempt, and the attempts' rule (absent: no).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<AttemptRule>,
+    /// The rules past which a score is held for review (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRules>,
     /// 0 for an undeclared board; bumped by every change of a declared one.
     pub revision: i64,
     /// Whether the board is declared (a row in `board_definitions`).
@@ -295,6 +302,8 @@ impl BoardDefinition {
             columns: Vec::new(),
             feeds: Vec::new(),
             write_policy: WritePolicy::Server,
+            attempts: None,
+            review: None,
             revision: 0,
             declared: false,
         }

@@ -7,7 +7,8 @@
 -- $10 the revision the caller read in this transaction (0: the board had no definition),
 -- $11 reset, $12 time_zone (checked by the caller against pg_timezone_names), $13 columns
 -- (JSON text, NULL for a board of one column), $14 feeds (checked by the caller,
--- definition_links.sql), $15 write_policy (server or player). A column's name and bounds may change under entries; the number of
+-- definition_links.sql), $15 write_policy (server or player), $16 attempts and $17 review
+-- (JSON text or NULL, board/definition/rules.rs). A column's name and bounds may change under entries; the number of
 -- columns and their orders may not. Feeds may change at any time: the revision a command
 -- carries covers them.
 --
@@ -52,8 +53,9 @@ written AS (
     INSERT INTO board_definitions AS d
         (board_id, display_name, operator, sort, tie_break,
          min_score, max_score, min_delta, max_delta, reset, time_zone, columns, feeds,
-         write_policy)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13::jsonb, $14, $15
+         write_policy, attempts, review)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13::jsonb, $14, $15, $16::jsonb,
+           $17::jsonb
     FROM refusal
     WHERE NOT has_entries
     ON CONFLICT (board_id) DO UPDATE
@@ -70,6 +72,8 @@ written AS (
             columns = EXCLUDED.columns,
             feeds = EXCLUDED.feeds,
             write_policy = EXCLUDED.write_policy,
+            attempts = EXCLUDED.attempts,
+            review = EXCLUDED.review,
             -- A command carries the revision it was validated against; its statement refuses
             -- to run under another one, so the change applies to every later command.
             revision = d.revision + 1,
@@ -77,7 +81,7 @@ written AS (
         WHERE d.revision = $10
     RETURNING display_name, operator, sort, tie_break, min_score, max_score,
               min_delta, max_delta, reset, time_zone, columns::text AS columns, feeds,
-              write_policy, revision
+              write_policy, attempts::text AS attempts, review::text AS review, revision
 )
 SELECT r.has_entries, w.*
 FROM refusal r

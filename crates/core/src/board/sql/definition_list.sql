@@ -5,7 +5,7 @@
 -- $1 the last board id of the previous page ('' for the first page), $2 page size.
 SELECT board_id, display_name, operator, sort, tie_break, min_score, max_score, min_delta,
        max_delta, reset, time_zone, columns::text AS columns, feeds,
-       write_policy, revision
+       write_policy, attempts::text AS attempts, review::text AS review, revision
 FROM board_definitions
 WHERE board_id > $1
 ORDER BY board_id
