@@ -13,6 +13,7 @@ mod moderation;
 mod parked;
 mod period;
 mod rebuild;
+mod review;
 mod status;
 mod token;
 mod user;
@@ -72,6 +73,11 @@ enum Command {
         #[command(subcommand)]
         command: user::UserCommand,
     },
+    /// Scores held by their boards' review rules: list them, approve (apply) or reject them.
+    Review {
+        #[command(subcommand)]
+        command: review::ReviewCommand,
+    },
     /// Make bearer tokens for `auth.tokens` (only their SHA-256 digest goes into the settings),
     /// keys for `auth.player_keys` and player tokens for testing.
     Token {
@@ -98,6 +104,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Board { command } => board::run(&settings, *command).await,
         Command::User { command } => user::run(&settings, command).await,
         Command::Period { command } => period::run(&settings, command).await,
+        Command::Review { command } => review::run(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {
             rebuild::run(args.daemon.config.as_deref(), &board, wait_secs).await
         }

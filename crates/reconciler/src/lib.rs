@@ -16,6 +16,7 @@ pub mod settings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ledgerboard_core::board::guard::{attempt, review};
 use ledgerboard_core::board::periods as core_periods;
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::{Database, history};
@@ -98,6 +99,15 @@ impl Reconciler {
             .await
             {
                 tracing::warn!(error = %e, "the periods due for archiving could not be listed");
+            }
+            // The review queue's length (an alert watches it grow), and the attempts long past
+            // their expiry, in bounded batches.
+            match review::pending(&self.db).await {
+                Ok(n) => metrics::metrics().reviews_pending.record(n, &[]),
+                Err(e) => tracing::warn!(error = %e, "the held scores could not be counted"),
+            }
+            if let Err(e) = attempt::sweep(&self.db).await {
+                tracing::warn!(error = %e, "the expired attempts could not be swept");
             }
         }
         held.release().await;

@@ -87,6 +87,8 @@ pub struct Metrics {
     pub lock_held: Gauge<i64>,
     /// Requested rebuilds of boards whose projection was not whole, by [`RebuildOutcome`].
     pub rebuilds: Counter<u64>,
+    /// Held scores waiting for review (issue 38), counted after each whole pass.
+    pub reviews_pending: Gauge<i64>,
 }
 
 /// The instruments, created from the global meter provider on first use (after
@@ -105,6 +107,11 @@ pub fn metrics() -> &'static Metrics {
                 &m,
                 "ledgerboard.reconcile.drift",
                 "Drift found, by class, over all passes",
+            ),
+            reviews_pending: gauge(
+                &m,
+                "ledgerboard.reviews.pending",
+                "Held scores waiting for review (board review rules), after the last whole pass",
             ),
             last_pass_drift: gauge(
                 &m,

@@ -35,6 +35,14 @@ pub(super) static USE: Statement<4> = Statement::new(
     [Type::UUID, Type::UUID, Type::TEXT, Type::TEXT],
 );
 
+static SWEEP: Statement<0> =
+    Statement::new(Op::Attempt, include_str!("../sql/attempt_sweep.sql"), []);
+
+/// Deletes up to 5,000 attempts a day past their expiry; answers how many.
+pub async fn sweep(db: &Database) -> Result<u64, StoreError> {
+    db.execute(&SWEEP, []).await
+}
+
 /// Why a score's attempt was refused (api: its `code()`, and the status beside it). Nothing
 /// was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
