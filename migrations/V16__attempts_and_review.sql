@@ -86,7 +86,7 @@ CREATE TABLE held_scores (
     reason       text
         CONSTRAINT held_scores_reason_length CHECK (char_length(reason) BETWEEN 1 AND 512)
 );
--- The queue, oldest first, and a period's pending ones (period verify): partial, so decided
--- rows cost nothing there.
+-- The queue, oldest first (partial: decided rows cost it nothing), and a period's held scores
+-- by state (period verify counts them).
 CREATE INDEX held_scores_queue ON held_scores (held_at, event_id) WHERE state = 'pending';
-CREATE INDEX held_scores_period ON held_scores (period_board) WHERE state = 'pending';
+CREATE INDEX held_scores_period ON held_scores (period_board, state);

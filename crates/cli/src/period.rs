@@ -142,7 +142,7 @@ pub async fn run(settings: &Settings, command: PeriodCommand) -> anyhow::Result<
 fn tab_line(board: &BoardId, period: &str, v: &Verification) -> String {
     let outcome = v.outcome();
     format!(
-        "{board}~{period}\t{}\tdigest {}\trows={} (closed with {})\tagree with events={}\tdisagree={}\terased since={}\tleft out={} (unexplained {})\tleft out erased={}\tbanned at close={}\tremoved={}\tre-sealed={} (broken {})",
+        "{board}~{period}\t{}\tdigest {}\trows={} (closed with {})\tagree with events={}\tdisagree={}\terased since={}\tleft out={} (unexplained {})\tleft out erased={}\tbanned at close={}\tremoved={}\tre-sealed={} (broken {})\theld for review pending={} rejected={}",
         if outcome.holds() {
             outcome.words()
         } else {
@@ -164,6 +164,8 @@ fn tab_line(board: &BoardId, period: &str, v: &Verification) -> String {
         v.left_out_banned,
         v.left_out_removed,
         v.resealed,
-        v.reseals_broken
+        v.reseals_broken,
+        v.held_pending,
+        v.held_rejected
     )
 }

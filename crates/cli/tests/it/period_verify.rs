@@ -66,6 +66,16 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
     let (code, _, err) = lbctl(&db, &["board", "reset", "--board", "cup"]);
     assert_eq!(code, Some(0), "{err}");
     common::wait_for_the_next_period(&client, "cup", &cup).await;
+    // dan's score was held for review in the period (as the api holds one past a review rule)
+    // and is still pending at the close: not in the standings, counted by the verification.
+    client
+        .execute(
+            "INSERT INTO held_scores (event_id, board_id, period_board, user_id, fields, rule, detail, answer)
+             VALUES (gen_random_uuid(), 'cup', $1, 'dan', '{\"delta\": 900}', 'ceiling', 'past 500', '{}')",
+            &[&format!("cup~{period}")],
+        )
+        .await
+        .expect("held score");
     // No projector runs here: the ban's outbox rows are projected by hand.
     client
         .execute(
@@ -95,7 +105,8 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
         out.contains("\tholds with explained changes\t")
             && out.contains("\tdigest matches\t")
             && out.contains("\tleft out=1 (unexplained 0)\t")
-            && out.contains("\tbanned at close=1\t"),
+            && out.contains("\tbanned at close=1\t")
+            && out.contains("\theld for review pending=1 rejected=0"),
         "{out}"
     );
     let (code, out, err) = verify(true);
@@ -105,6 +116,7 @@ async fn verify_exits_0_for_explained_changes_and_1_for_a_tampered_row() {
     assert_eq!(v["holds"], json!(true), "{v}");
     assert_eq!(v["verification"]["left_out_banned"], json!(1), "{v}");
     assert_eq!(v["verification"]["left_out_unexplained"], json!(0), "{v}");
+    assert_eq!(v["verification"]["held_pending"], json!(1), "{v}");
 
     // ann is erased after the close (right to erasure): her frozen row is re-keyed and the
     // digest re-sealed; still exit 0, the erasure counted.

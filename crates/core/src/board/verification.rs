@@ -85,6 +85,10 @@ pub struct Verification {
     pub left_out_banned: i64,
     pub left_out_removed: i64,
     pub left_out_unexplained: i64,
+    /// Scores held for review in the period (issue 38: recorded, never applied, so never in
+    /// its standings nor among its events): still pending at the check, and rejected.
+    pub held_pending: i64,
+    pub held_rejected: i64,
 }
 
 impl Verification {
@@ -97,7 +101,12 @@ impl Verification {
             || self.reseals_broken > 0
         {
             Outcome::DoesNotHold
-        } else if self.erased > 0 || self.left_out > 0 || self.resealed > 0 {
+        } else if self.erased > 0
+            || self.left_out > 0
+            || self.resealed > 0
+            || self.held_pending > 0
+            || self.held_rejected > 0
+        {
             Outcome::HoldsWithExplainedChanges
         } else {
             Outcome::Holds
@@ -122,7 +131,8 @@ impl Verification {
         format!(
             "{}: digest {digest}, {} rows for {} entries, {} agree and {} disagree with the events, \
              {} erased since the close ({} re-seals, {} of them broken), {} left out \
-             ({} erased, {} banned at the close, {} removed, {} unexplained)",
+             ({} erased, {} banned at the close, {} removed, {} unexplained), {} held for review \
+             and not in the standings ({} pending, {} rejected)",
             self.outcome().words(),
             self.rows,
             self.entries,
@@ -135,7 +145,10 @@ impl Verification {
             self.left_out_erased,
             self.left_out_banned,
             self.left_out_removed,
-            self.left_out_unexplained
+            self.left_out_unexplained,
+            self.held_pending + self.held_rejected,
+            self.held_pending,
+            self.held_rejected
         )
     }
 }
@@ -175,6 +188,8 @@ pub async fn verify(
         left_out_banned: r.try_get("left_out_banned")?,
         left_out_removed: r.try_get("left_out_removed")?,
         left_out_unexplained: r.try_get("left_out_unexplained")?,
+        held_pending: r.try_get("held_pending")?,
+        held_rejected: r.try_get("held_rejected")?,
     }))
 }
 
@@ -197,6 +212,8 @@ mod tests {
             left_out_banned: 0,
             left_out_removed: 0,
             left_out_unexplained: 0,
+            held_pending: 0,
+            held_rejected: 0,
         }
     }
 

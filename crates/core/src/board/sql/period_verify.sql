@@ -9,6 +9,7 @@
 -- erasure's pseudonym), a ban in force at the close or a removal from the period, counted under
 -- the first of these that applies. An erasure after the close replaces a row's user id with the
 -- pseudonym its events carry too, so (2) still holds for it: `erased` counts those rows.
+-- Scores held for review in the period are counted beside (3).
 -- $1 board id, $2 period id.
 --
 -- Hash joins over the period's rows and events, whatever their number (the events are found
@@ -92,5 +93,11 @@ SELECT
     (SELECT count(*) FROM left_out WHERE why = 'erased') AS left_out_erased,
     (SELECT count(*) FROM left_out WHERE why = 'banned') AS left_out_banned,
     (SELECT count(*) FROM left_out WHERE why = 'removed') AS left_out_removed,
-    (SELECT count(*) FROM left_out WHERE why IS NULL) AS left_out_unexplained
+    (SELECT count(*) FROM left_out WHERE why IS NULL) AS left_out_unexplained,
+    -- Scores held for review in the period (migration V16): never applied, so neither in the
+    -- standings nor among the events; counted with their reason (their state).
+    (SELECT count(*) FROM held_scores
+     WHERE period_board = $1 || '~' || $2 AND state = 'pending') AS held_pending,
+    (SELECT count(*) FROM held_scores
+     WHERE period_board = $1 || '~' || $2 AND state = 'rejected') AS held_rejected
 FROM c
