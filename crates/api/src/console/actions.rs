@@ -409,7 +409,7 @@ pub async fn moderate(
 
 /// The audit row of an action that moderation's own audit does not hold. The action has
 /// happened: a row that cannot be written is logged, not turned into a failure of the action.
-async fn audit(
+pub(super) async fn audit(
     state: &AppState,
     actor: &str,
     action: &str,
@@ -423,7 +423,7 @@ async fn audit(
 }
 
 /// A 303 to `page` with the action's notice.
-fn done(page: &str, notice: &str) -> Response {
+pub(super) fn done(page: &str, notice: &str) -> Response {
     let encoded: String = url::form_urlencoded::byte_serialize(notice.as_bytes()).collect();
     let sep = if page.contains('?') { '&' } else { '?' };
     Redirect::to(&format!("{page}{sep}notice={encoded}")).into_response()

@@ -42,7 +42,7 @@ fn join(values: &[i64]) -> String {
         .join(" · ")
 }
 
-/// The definition's columns, feeds and write policy, as the board page's header line ends
+/// The definition's columns, feeds, write policy, attempts and review rules, as the board page's header line ends
 /// (empty for a board of one column that feeds none and takes servers' scores only).
 pub(super) fn describe(def: &BoardDefinition) -> String {
     let mut out = String::new();
@@ -60,6 +60,12 @@ pub(super) fn describe(def: &BoardDefinition) -> String {
     }
     if def.write_policy == WritePolicy::Player {
         out.push_str(", players post their own scores");
+    }
+    if let Some(a) = &def.attempts {
+        out.push_str(&format!(", attempts {}", serde_json::json!(a)));
+    }
+    if let Some(r) = &def.review {
+        out.push_str(&format!(", review {}", serde_json::json!(r)));
     }
     out
 }

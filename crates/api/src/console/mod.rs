@@ -1,7 +1,8 @@
 //! The operator console under `/console` (issue 24): boards with their freshness and last
 //! reconcile result, a board's source and projection side by side with the reconciler's
 //! verdict on each member, the drift history, parked rows, rebuilds, moderation and the audit
-//! log, and periods with their frozen standings and digest check.
+//! log, periods with their frozen standings and digest check, and the review queue of held
+//! scores.
 //!
 //! Server-rendered HTML from askama templates compiled into the binary (`templates/console/`,
 //! every value HTML-escaped), one stylesheet and one small script served from the binary
@@ -20,6 +21,7 @@ mod drift;
 mod guard;
 mod pages;
 mod records;
+mod reviews;
 mod session;
 mod unanswered;
 mod verdict;
@@ -56,6 +58,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route(
             "/console/moderation",
             get(records::moderation).post(actions::moderate),
+        )
+        .route(
+            "/console/reviews",
+            get(reviews::reviews).post(reviews::decide),
         )
         .route_layer(middleware::from_fn_with_state(
             state,

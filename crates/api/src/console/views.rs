@@ -207,3 +207,28 @@ pub struct ModerationPage {
     pub board: String,
     pub log: Vec<AuditRow>,
 }
+
+/// A held score as the review queue shows it.
+pub struct HeldView {
+    pub event_id: String,
+    /// The board, with the period it was held in (`board~period`).
+    pub board: String,
+    pub user_id: String,
+    /// The command's fields as sent (JSON).
+    pub fields: String,
+    pub rule: String,
+    pub detail: String,
+    pub held_at: String,
+    pub state: String,
+    /// Who decided and when (empty while pending).
+    pub decided: String,
+    pub reason: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/reviews.html")]
+pub struct ReviewsPage {
+    pub chrome: Chrome,
+    pub pending: Vec<HeldView>,
+    pub decided: Vec<HeldView>,
+}

@@ -319,3 +319,68 @@ async fn a_suspicious_score_is_held_hidden_everywhere_and_shown_once_approved() 
         "{rejected}"
     );
 }
+
+#[tokio::test]
+async fn the_consoles_review_queue_shows_a_held_score_and_decides_it() {
+    use crate::console::{FORM, assert_no_leak, page, request};
+    let p = Players::new(|_| {}).await;
+    p.define(
+        "arena",
+        json!({"operator": "latest", "write_policy": "player", "review": {"max_per_minute": 1}}),
+    )
+    .await;
+    let alice = token("alice");
+    let post = |e: &str, score: i64| json!({"event_id": e, "user_id": "alice", "score": score});
+    let (status, _) = p.score(&alice, "arena", post(&event(), 10)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // The second command of the minute: past max_per_minute, held.
+    let held = event();
+    let (status, _) = p.score(&alice, "arena", post(&held, 20)).await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    let (status, queue) = page(&p.app, "/console/reviews").await;
+    assert_eq!(status, StatusCode::OK, "{queue}");
+    assert!(
+        queue.contains(&format!("data-event=\"{held}\"")) && queue.contains("rate"),
+        "{queue}"
+    );
+    let (_, board) = page(&p.app, "/console/boards/arena").await;
+    assert!(
+        board.contains("review {&#34;max_per_minute&#34;:1}"),
+        "{board}"
+    );
+    let csrf = queue
+        .split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF token on the page");
+    let form = format!("csrf={csrf}&event={held}&decision=reject&reason=bot+pattern");
+    let (status, answer) = crate::common::send_text(
+        &p.app,
+        request(
+            "POST",
+            "/console/reviews",
+            Some(TEST_TOKEN),
+            Some((FORM, &form)),
+        ),
+    )
+    .await;
+    assert!(status.is_redirection(), "{status}: {answer}");
+    let (_, queue) = page(&p.app, "/console/reviews").await;
+    assert!(queue.contains("No score waits for review."), "{queue}");
+    assert!(queue.contains("bot pattern"), "{queue}");
+    // A decision taken twice: the console's page with the api's code, no library wording.
+    let (status, answer) = crate::common::send_text(
+        &p.app,
+        request(
+            "POST",
+            "/console/reviews",
+            Some(TEST_TOKEN),
+            Some((FORM, &form)),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert!(answer.contains("review_decided"), "{answer}");
+    assert_no_leak("a decision taken twice", &answer);
+}
