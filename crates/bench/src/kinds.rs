@@ -178,6 +178,8 @@ pub struct KindsFigures {
     /// The rate every kind was offered for commit-to-visible (half the add board's best).
     pub visible_rate_per_s: f64,
     pub kinds: Vec<KindFigures>,
+    /// Players' commands with and without attempts (issue 38).
+    pub attempts: crate::players::AttemptFigures,
 }
 
 const LOAD_PERCENT: u32 = 50;
@@ -265,6 +267,7 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
         rounds,
         visible_rate_per_s: rate,
         kinds,
+        attempts: crate::players::attempt_round_trip(quick).await?,
     })
 }
 

@@ -46,6 +46,8 @@ pub struct Stack {
     pub db_name: String,
     /// `Authorization` header value of the run's own token (scope `admin`).
     pub bearer: String,
+    /// The HS256 secret of the run's player key (`auth.player_keys`, kid `chaos`).
+    pub player_secret: String,
     admin: tokio_postgres::Config,
     pub db: Database,
     pub store: Store,
@@ -100,8 +102,14 @@ impl Stack {
             namespace: namespace.clone(),
             ..settings.redis.clone()
         })?;
-        // A token that exists for this run only.
+        // A token that exists for this run only, and a player key (HS256) likewise.
         let token = uuid::Uuid::new_v4().simple().to_string();
+        let player_secret = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let player_keys = format!("chaos=HS256:{player_secret}");
         let tokens = format!(
             "lbchaos-run={}@admin",
             ledgerboard_core::auth::hash_token(&token)
@@ -123,6 +131,8 @@ impl Stack {
             ("LEDGERBOARD__API__DRAIN_DELAY_MS", "0"),
             ("LEDGERBOARD__DATABASE__STARTUP_TIMEOUT_MS", "10000"),
             ("LEDGERBOARD__AUTH__TOKENS", tokens.as_str()),
+            ("LEDGERBOARD__AUTH__PLAYER_KEYS", player_keys.as_str()),
+            ("LEDGERBOARD__API__PLAYER_RATE_LIMIT_PER_MIN", "0"),
             // Every client of the run comes from one address.
             ("LEDGERBOARD__API__RATE_LIMIT_PER_S", "0"),
         ]
@@ -137,6 +147,7 @@ impl Stack {
         Ok(Stack {
             db_name,
             bearer: format!("Bearer {token}"),
+            player_secret,
             admin,
             db,
             store,

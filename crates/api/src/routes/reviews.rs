@@ -17,16 +17,20 @@ use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewQuery {
     /// `pending` (the default), `approved` or `rejected`.
+    #[param(pattern = "^(pending|approved|rejected)$")]
     state: Option<String>,
     /// Only this board's (as the score was sent to it).
+    #[param(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
     board: Option<String>,
     /// The `next` of the previous page.
     after: Option<String>,
     /// 1 to 200 (default 50).
-    limit: Option<i64>,
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u64>,
 }
 
 /// A page of held scores.
@@ -66,7 +70,7 @@ pub async fn list(
             ApiError::OutOfRange("state must be pending, approved or rejected".into())
         })?,
     };
-    let limit = q.limit.unwrap_or(50);
+    let limit = i64::try_from(q.limit.unwrap_or(50)).unwrap_or(i64::MAX);
     if !(1..=review::MAX_PAGE).contains(&limit) {
         return Err(ApiError::OutOfRange(format!(
             "limit must be 1 to {}",
@@ -97,8 +101,12 @@ pub async fn list(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
-    /// Why (kept with the held score): 1 to 512 characters.
-    #[schema(min_length = 1, max_length = 512)]
+    /// Why (kept with the held score): 1 to 512 characters, no control character.
+    #[schema(
+        min_length = 1,
+        max_length = 512,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
+    )]
     reason: String,
 }
 

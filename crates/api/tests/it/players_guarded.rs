@@ -275,6 +275,21 @@ async fn a_suspicious_score_is_held_hidden_everywhere_and_shown_once_approved() 
             .await
         }
     };
+    // A reason PostgreSQL's text cannot hold (a NUL) is the reason's error, not a 500
+    // (schemathesis found it).
+    let (status, body) = p
+        .request(
+            TEST_TOKEN,
+            "POST",
+            &format!("/v1/reviews/{jumped}/reject"),
+            Some(json!({"reason": "\u{0}x"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_reason"),
+        "{body}"
+    );
     let (status, body) = decide(&jumped, "reject").await;
     assert_eq!(
         (status, &body["state"]),

@@ -150,6 +150,25 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
         }
     }
     out.push('\n');
+    let a = &k.attempts;
+    out.push_str(&format!(
+        "\nAttempts (issue 38): with player tokens, {} connections each its own player, {} \
+         round(s) of {} s per side on fresh stacks, alternating: a plain command {:.0} /s (p50 \
+         {:.2} ms, p99 {:.2} ms); an attempt round trip (start, then the score with it) {:.0} /s \
+         (p50 {:.2} ms, p99 {:.2} ms): round trip ÷ plain command latency p50 {:.2}, p99 {:.2} \
+         (target: under 2).\n",
+        a.clients,
+        a.rounds,
+        a.seconds,
+        a.plain_per_s,
+        a.plain_p50_ms,
+        a.plain_p99_ms,
+        a.round_trip_per_s,
+        a.round_trip_p50_ms,
+        a.round_trip_p99_ms,
+        a.round_trip_p50_ms / a.plain_p50_ms,
+        a.round_trip_p99_ms / a.plain_p99_ms
+    ));
     out
 }
 

@@ -69,7 +69,7 @@ pub(super) async fn client(
             .map(|board| InFlight::begin(&ledger, board, &command.user))
             .collect();
         let sent = epoch_secs();
-        let (status, body, retries) = send(api, &bearer, event, &command, deadline).await;
+        let (status, body, retries) = send(api, &bearer, event, &command, None, deadline).await;
         let answered = epoch_secs();
         let mut l = lock(&ledger);
         l.sent += 1 + retries;
@@ -111,57 +111,76 @@ pub(super) async fn client(
                 }
                 l.refused.insert(event, command);
             }
-            Sending::New => match status {
-                // 200: an earlier attempt committed but its answer was lost; the duplicate's
-                // answer is the first run's, period included.
-                Some(201) | Some(200)
-                    if status == Some(201)
-                        || retries > 0 && body.contains(r#""duplicate":true"#) =>
-                {
-                    if let Some(problem) = answer_problem(spec(command.board), &body) {
-                        l.violations.push(format!(
-                            "command {event} on {}: {problem}: {body}",
-                            command.board
-                        ));
-                    }
-                    let stated = outcome(&body);
-                    let period = stated.as_ref().and_then(|o| o.period.clone());
-                    match (spec(command.board).period_secs, period) {
-                        (Some(_), Some(period)) => {
-                            l.landed.insert(
-                                event,
-                                Landed {
-                                    period,
-                                    sent,
-                                    answered,
-                                },
-                            );
-                        }
-                        (None, None) => {}
-                        (resets, period) => l.violations.push(format!(
-                            "command {event} on {} (resets: {}) answered with period {period:?}: {body}",
-                            command.board,
-                            resets.is_some()
-                        )),
-                    }
-                    l.accepted.insert(event, command);
-                    l.order.push((event, stated));
-                }
-                None => {
-                    l.unresolved.insert(event, command);
-                }
-                Some(s) => l
-                    .violations
-                    .push(format!("new command {event} answered {s}: {body}")),
-            },
+            Sending::New => {
+                record_new(
+                    &mut l, event, command, status, &body, retries, sent, answered,
+                );
+            }
         }
+    }
+}
+
+/// Records what the answer to a new command says happened to it: accepted (201, or a 200
+/// repeat after a lost answer), unresolved (no answer), or a violation.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record_new(
+    l: &mut Ledger,
+    event: Uuid,
+    command: Command,
+    status: Option<u16>,
+    body: &str,
+    retries: u64,
+    sent: f64,
+    answered: f64,
+) {
+    match status {
+        // 200: an earlier attempt committed but its answer was lost; the duplicate's
+        // answer is the first run's, period included.
+        Some(201) | Some(200)
+            if status == Some(201) || retries > 0 && body.contains(r#""duplicate":true"#) =>
+        {
+            if let Some(problem) = answer_problem(spec(command.board), body) {
+                l.violations.push(format!(
+                    "command {event} on {}: {problem}: {body}",
+                    command.board
+                ));
+            }
+            let stated = outcome(body);
+            let period = stated.as_ref().and_then(|o| o.period.clone());
+            match (spec(command.board).period_secs, period) {
+                (Some(_), Some(period)) => {
+                    l.landed.insert(
+                        event,
+                        Landed {
+                            period,
+                            sent,
+                            answered,
+                        },
+                    );
+                }
+                (None, None) => {}
+                (resets, period) => l.violations.push(format!(
+                    "command {event} on {} (resets: {}) answered with period {period:?}: {body}",
+                    command.board,
+                    resets.is_some()
+                )),
+            }
+            l.accepted.insert(event, command);
+            l.order.push((event, stated));
+        }
+        None => {
+            l.unresolved.insert(event, command);
+        }
+        Some(s) => l
+            .violations
+            .push(format!("new command {event} answered {s}: {body}")),
     }
 }
 
 /// A new command's value for `spec`'s board: on an add board a delta within ±100 (never 0)
 /// per column, else a score below the board's draw per column; the other columns in
 /// order-key form.
-fn drawn(spec: &Spec, rng: &mut Rng) -> Values {
+pub(super) fn drawn(spec: &Spec, rng: &mut Rng) -> Values {
     let raw: Vec<i64> = (0..spec.columns().count())
         .map(|_| {
             if spec.operator.value() == Value::Delta {
@@ -220,6 +239,7 @@ pub(super) async fn send(
     bearer: &str,
     event: Uuid,
     command: &Command,
+    attempt: Option<&str>,
     deadline: Instant,
 ) -> (Option<u16>, String, u64) {
     let spec = spec(command.board);
@@ -231,8 +251,11 @@ pub(super) async fn send(
     } else {
         serde_json::json!(command.value.0)
     };
+    let attempt = attempt
+        .map(|a| format!(r#","attempt_id":"{a}""#))
+        .unwrap_or_default();
     let body = format!(
-        r#"{{"event_id":"{event}","user_id":"{}","{field}":{value}}}"#,
+        r#"{{"event_id":"{event}","user_id":"{}","{field}":{value}{attempt}}}"#,
         command.user
     );
     let path = format!("/v1/boards/{}/scores", command.board);

@@ -83,6 +83,17 @@ pub(super) struct Ledger {
     pub(super) in_flight: HashMap<(&'static str, String), usize>,
     /// The moderation loop's actions and answers.
     pub(super) moderation: moderation::ModerationLedger,
+    /// The players' client's figures (`players.rs`).
+    pub(super) players: PlayerFigures,
+}
+
+/// What the players' client counts: attempts started, scores sent with them, and the forged,
+/// expired and replayed requests and other players' attempts refused with their own code.
+#[derive(Debug, Default, Clone)]
+pub(super) struct PlayerFigures {
+    pub(super) attempts_started: u64,
+    pub(super) scores_sent: u64,
+    pub(super) attacks_refused: u64,
 }
 
 /// The ledger, also after a client panicked while holding it (its data is still whole).

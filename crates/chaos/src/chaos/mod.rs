@@ -49,6 +49,7 @@ mod ledger;
 mod metrics;
 mod moderation;
 mod moderator;
+mod players;
 mod ranking;
 mod recorded;
 mod report;
@@ -267,6 +268,14 @@ impl<'a> Run<'a> {
                 ))
             })
             .collect();
+        // One player client: player tokens and attempts, and attacks on both (`players.rs`).
+        let players = tokio::spawn(players::players(
+            api_addr,
+            stack.player_secret.clone(),
+            self.ledger.clone(),
+            Rng(options.seed ^ 0x706c_6179_6572_7321),
+            deadline,
+        ));
         // One moderation loop (one action at a time: its order is the database's, see
         // `moderation`), with choices of its own from the seed.
         let moderator = tokio::spawn(moderator::moderator(
@@ -291,6 +300,7 @@ impl<'a> Run<'a> {
             c.await.context("a client task failed")?;
         }
         moderator.await.context("the moderation loop failed")?;
+        players.await.context("the players' client failed")?;
         Ok(injected)
     }
 

@@ -125,6 +125,17 @@ fn load_rows(f: &Figures) -> Vec<(&'static str, String)> {
             ledger.conflicts_refused.to_string(),
         ),
         (
+            "players' scores with an attempt (attempts started)",
+            format!(
+                "{} ({})",
+                ledger.players.scores_sent, ledger.players.attempts_started
+            ),
+        ),
+        (
+            "forged, expired, replayed or foreign players' requests refused",
+            ledger.players.attacks_refused.to_string(),
+        ),
+        (
             "retries after an answer was lost (5xx, timeout, reset)",
             ledger.retries.to_string(),
         ),

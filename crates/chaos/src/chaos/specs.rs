@@ -122,7 +122,7 @@ pub(super) const SPECS: [Spec; 8] = [
         max_score: 1000,
         feeds: &[],
         declaration: Some(
-            r#"{"display_name":"chaos time trial","operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000}"#,
+            r#"{"display_name":"chaos time trial","operator":"best","sort":"ascending","tie_break":"earliest","min_score":0,"max_score":1000,"write_policy":"player","attempts":{"ttl_s":600}}"#,
         ),
         period_secs: None,
     },

@@ -234,7 +234,8 @@ const MAX_ATTEMPTS: usize = 4;
 /// Applies `cmd` exactly once per action id (see the module's documentation).
 pub async fn moderate(db: &Database, cmd: &Command) -> Result<Moderated, ModerationError> {
     let chars = cmd.reason.trim().chars().count();
-    if chars == 0 || cmd.reason.chars().count() > MAX_REASON_CHARS {
+    // PostgreSQL's text cannot hold a NUL: refused here as the reason's error, not the store's.
+    if chars == 0 || cmd.reason.chars().count() > MAX_REASON_CHARS || cmd.reason.contains('\0') {
         return Err(ModerationError::InvalidReason);
     }
     let mut attempt = 0;

@@ -13,8 +13,34 @@ use ledgerboard_testkit::{
     Process, TEST_TOKEN, TestDb, TestRedis, daemon_env, migrate, workspace_binary,
 };
 
+/// The HS256 secret of the player key `fuzz` (32 bytes, base64url): the api verifies the
+/// player token the second run sends with it.
+const PLAYER_SECRET: &str = "ZnV6ei1wbGF5ZXItdG9rZW5zLXNlY3JldC1vZi10ZXN0";
+
 #[tokio::test(flavor = "multi_thread")]
 async fn schemathesis_finds_nothing_in_the_openapi_document() {
+    // A service token (every scope), then a player token (issue 38): every route must answer
+    // a player as documented (its own codes: player_scope, player_board, attempt_*), never 5xx.
+    let claims = ledgerboard_core::auth::player::Claims {
+        sub: "fuzz-player".into(),
+        boards: vec!["*".into()],
+        exp: ledgerboard_core::auth::player::now_s() + 3600,
+        nbf: None,
+        aud: None,
+    };
+    let player = ledgerboard_core::auth::player::SigningKey::parse(
+        "fuzz",
+        &format!("HS256:{PLAYER_SECRET}"),
+    )
+    .expect("key")
+    .mint(&claims)
+    .expect("a player token");
+    for (who, token, examples) in [("service", TEST_TOKEN, "150"), ("player", &player, "60")] {
+        fuzz(who, token, examples).await;
+    }
+}
+
+async fn fuzz(who: &str, token: &str, examples: &str) {
     let db = TestDb::create().await;
     let redis = TestRedis::new();
     migrate(&db.url).await;
@@ -23,6 +49,14 @@ async fn schemathesis_finds_nothing_in_the_openapi_document() {
     env.push(("LEDGERBOARD__API__LISTEN".into(), "127.0.0.1:0".into()));
     // The fuzzer is one client sending as fast as it can.
     env.push(("LEDGERBOARD__API__RATE_LIMIT_PER_S".into(), "0".into()));
+    env.push((
+        "LEDGERBOARD__API__PLAYER_RATE_LIMIT_PER_MIN".into(),
+        "0".into(),
+    ));
+    env.push((
+        "LEDGERBOARD__AUTH__PLAYER_KEYS".into(),
+        format!("fuzz=HS256:{PLAYER_SECRET}"),
+    ));
     let env = ledgerboard_harness::env_refs(&env);
     let binary = workspace_binary("ledgerboard-api");
     let mut api = Process::start(&binary.to_string_lossy(), &[], &env);
@@ -30,7 +64,7 @@ async fn schemathesis_finds_nothing_in_the_openapi_document() {
 
     let output = tokio::process::Command::new("st")
         .args(["run", &format!("http://{addr}/openapi.json")])
-        .args(["--header", &format!("Authorization: Bearer {TEST_TOKEN}")])
+        .args(["--header", &format!("Authorization: Bearer {token}")])
         .args([
             "--checks",
             "all",
@@ -39,7 +73,7 @@ async fn schemathesis_finds_nothing_in_the_openapi_document() {
         ])
         .args([
             "--max-examples",
-            "150",
+            examples,
             "--request-timeout",
             "5",
             "--seed",
@@ -59,7 +93,7 @@ async fn schemathesis_finds_nothing_in_the_openapi_document() {
     );
     assert!(
         output.status.success(),
-        "schemathesis found problems:\n{text}"
+        "schemathesis found problems with a {who} token:\n{text}"
     );
     assert!(text.contains("generated"), "no test case ran:\n{text}");
     assert!(

@@ -294,7 +294,7 @@ pub enum DecideError {
     /// Approval only: the period it was held in is over; its standings are frozen.
     #[error("the period the score was held in is over: its standings stay as they are")]
     PeriodOver,
-    #[error("the reason must be 1 to 512 characters")]
+    #[error("the reason must be 1 to 512 characters, none of them a control character")]
     Reason,
     /// Approval only: its score was refused now (its board's definition changed under it).
     #[error(transparent)]
@@ -406,8 +406,9 @@ async fn decide(
     actor: &str,
     reason: &str,
 ) -> Result<tokio_postgres::Row, DecideError> {
+    // PostgreSQL's text holds no NUL, and a reason is read by people: no control characters.
     let chars = reason.trim().chars().count();
-    if chars == 0 || reason.chars().count() > 512 {
+    if chars == 0 || reason.chars().count() > 512 || reason.chars().any(char::is_control) {
         return Err(DecideError::Reason);
     }
     let row = db
