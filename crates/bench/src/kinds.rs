@@ -179,7 +179,7 @@ pub struct KindsFigures {
     pub visible_rate_per_s: f64,
     pub kinds: Vec<KindFigures>,
     /// Players' commands with and without attempts (issue 38).
-    pub attempts: crate::players::AttemptFigures,
+    pub attempts: crate::attempts::AttemptFigures,
 }
 
 const LOAD_PERCENT: u32 = 50;
@@ -267,7 +267,7 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
         rounds,
         visible_rate_per_s: rate,
         kinds,
-        attempts: crate::players::attempt_round_trip(quick).await?,
+        attempts: crate::attempts::attempt_round_trip(quick).await?,
     })
 }
 

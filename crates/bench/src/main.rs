@@ -3,6 +3,7 @@
 //! Everything it loads goes to the local servers (127.0.0.1) and stops by itself.
 
 mod api;
+mod attempts;
 mod boards;
 mod commands;
 mod growth;
