@@ -372,9 +372,11 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(_)
             | StoreError::Contended(_)
             | StoreError::DefinitionChanged => Self::Unavailable(e.to_string()),
-            StoreError::SchemaMismatch(_) | StoreError::Internal(_) => {
-                Self::Internal(e.to_string())
-            }
+            // A command's refusal by its attempt reaches the api as SubmitError::Attempt; here
+            // only through a path that does not know its verdicts, which is a bug.
+            StoreError::SchemaMismatch(_)
+            | StoreError::Internal(_)
+            | StoreError::AttemptRefused { .. } => Self::Internal(e.to_string()),
         }
     }
 }

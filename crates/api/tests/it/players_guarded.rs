@@ -52,15 +52,24 @@ impl Players {
     }
 }
 
+/// The attempts of a board without review rules are judged and used by the command's own
+/// statement (`sql/command/head.sql`); those of a board with review rules, by the guarded
+/// transaction (`sql/attempt_use.sql`): the same codes and effects from both.
 #[tokio::test]
 async fn attempts_are_single_use_bound_to_their_player_and_refused_with_their_own_codes() {
+    let attempts = json!({"min_duration_ms": 60000, "max_per_period": 3, "ttl_s": 600});
+    for definition in [
+        json!({"operator": "best", "write_policy": "player", "attempts": attempts}),
+        json!({"operator": "best", "write_policy": "player", "attempts": attempts,
+               "review": {"ceiling": [1000000]}}),
+    ] {
+        attempts_on(definition).await;
+    }
+}
+
+async fn attempts_on(definition: Value) {
     let p = Players::new(|_| {}).await;
-    p.define(
-        "runs",
-        json!({"operator": "best", "write_policy": "player",
-               "attempts": {"min_duration_ms": 60000, "max_per_period": 3, "ttl_s": 600}}),
-    )
-    .await;
+    p.define("runs", definition.clone()).await;
     p.define(
         "plain",
         json!({"operator": "best", "write_policy": "player"}),
@@ -125,7 +134,11 @@ async fn attempts_are_single_use_bound_to_their_player_and_refused_with_their_ow
     ];
     for (what, token, body, status, expected) in refused {
         let (got, answer) = p.score(token, "runs", body).await;
-        assert_eq!((got, code(&answer)), (status, expected), "{what}: {answer}");
+        assert_eq!(
+            (got, code(&answer)),
+            (status, expected),
+            "{definition}: {what}: {answer}"
+        );
     }
     assert_eq!(p.written().await, (0, 0, 0), "a refusal wrote something");
 

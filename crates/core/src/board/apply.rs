@@ -101,6 +101,7 @@ impl<'a> Bound<'a> {
             &c.rest_bounds[1].0,
             &c.rest_bounds[1].1,
             &self.source_event,
+            &c.attempt,
         ]
     }
 }
@@ -122,6 +123,15 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         "stale_definition" => return Err(StoreError::DefinitionChanged),
         "score_out_of_range" => return Err(StoreError::ScoreOutOfRange),
         "retry" => return Ok(Answer::Retry),
+        verdict if verdict.starts_with("attempt_") => {
+            let wait_ms = row
+                .try_get::<_, Option<i64>>("attempt_wait_ms")?
+                .unwrap_or(0);
+            return Err(StoreError::AttemptRefused {
+                verdict: verdict.to_owned(),
+                wait_ms,
+            });
+        }
         other => {
             return Err(StoreError::Internal(format!(
                 "unexpected statement outcome {other:?}"
@@ -154,8 +164,12 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
             }
             _ => false,
         };
+        // A repeat with an attempt must carry the one its first run used.
+        let used_by: Option<uuid::Uuid> = row.try_get("attempt_used_by")?;
+        let other_attempt = cmd.attempt.is_some() && used_by != Some(cmd.event_id.as_uuid());
         // A repeat after the board's period changed still names the same board.
-        if written.base() != cmd.board
+        if other_attempt
+            || written.base() != cmd.board
             || user_id != cmd.user_id.as_str()
             || operator != cmd.operator.as_str()
             || submitted != Some(cmd.value)

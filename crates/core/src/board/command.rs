@@ -40,6 +40,9 @@ pub struct ScoreCommand {
     pub max_score: i64,
     /// The entry's metadata as compact JSON text.
     pub metadata: Option<String>,
+    /// The attempt the command comes from (`guard/`), which its statement uses up; None on
+    /// every fed board's command.
+    pub attempt: Option<uuid::Uuid>,
 }
 
 impl ScoreCommand {
@@ -62,6 +65,7 @@ impl ScoreCommand {
             min_score: -MAX_ABS_SCORE,
             max_score: MAX_ABS_SCORE,
             metadata: None,
+            attempt: None,
         }
     }
 }
@@ -149,6 +153,7 @@ pub fn command(
         min_score: definition.min_score,
         max_score: definition.max_score,
         metadata,
+        attempt: None,
     })
 }
 

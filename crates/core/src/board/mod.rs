@@ -9,8 +9,8 @@
 //! Everything that differs between operators is the table in `operator.rs`; each operator's
 //! statement is the shared head and tail of `sql/command/` around its part, all taking the
 //! same parameters and answering the same columns (`outcome, board_id, user_id, operator,
-//! submitted, metadata, score, version, improved`), so the duplicate check, the outbox and the
-//! projection are shared.
+//! submitted, metadata, score, version, improved`, and what the command's attempt said), so
+//! the duplicate check, the outbox and the projection are shared.
 
 mod apply;
 mod command;

@@ -52,12 +52,13 @@ pub struct Tally {
 pub type Values = (i64, [i64; 2]);
 
 /// How many parameters every operator's statement takes.
-pub const PARAMETER_COUNT: usize = 19;
+pub const PARAMETER_COUNT: usize = 20;
 
 /// The parameters of every operator's statement (`sql/command/head.sql`): event id, board,
 /// user, value, trace context, revision, tie sign, min score, max score, metadata, direction,
 /// the board's column count, the second and third columns' values, their bounds (min2, max2,
-/// min3, max3), and the event id the command was sent with (on a fed board's command).
+/// min3, max3), the event id the command was sent with (on a fed board's command), and the
+/// attempt it comes from.
 const PARAMETERS: [Type; PARAMETER_COUNT] = [
     Type::UUID,
     Type::TEXT,
@@ -77,6 +78,7 @@ const PARAMETERS: [Type; PARAMETER_COUNT] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
+    Type::UUID,
     Type::UUID,
 ];
 

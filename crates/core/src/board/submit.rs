@@ -37,6 +37,12 @@ pub enum SubmitError {
 
 impl From<Refused> for SubmitError {
     fn from(r: Refused) -> Self {
+        // Only the board the command was sent to carries its attempt.
+        if let StoreError::AttemptRefused { verdict, wait_ms } = &r.error
+            && let Some(refusal) = AttemptRefusal::of_verdict(verdict, *wait_ms)
+        {
+            return Self::Attempt(refusal);
+        }
         match r.board {
             None => Self::Store(r.error),
             Some(board) => Self::Fed {
@@ -95,7 +101,16 @@ async fn run(
 ) -> Result<CommandOutcome, SubmitError> {
     match guard::guard(definition, fields)? {
         None => Ok(groups.apply(set, traceparent.map(str::to_owned)).await?),
-        Some(g) => guard::apply(db, definition, &g, &set, fields, traceparent).await,
+        Some(g) => match g.in_statement() {
+            Some(attempt) => {
+                let mut set = set;
+                if let Some(first) = set.first_mut() {
+                    first.attempt = Some(attempt);
+                }
+                Ok(groups.apply(set, traceparent.map(str::to_owned)).await?)
+            }
+            None => guard::apply(db, definition, &g, &set, fields, traceparent).await,
+        },
     }
 }
 

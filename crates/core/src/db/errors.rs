@@ -28,6 +28,10 @@ pub enum StoreError {
     /// The database's schema is not the one this binary was built for.
     #[error("{0}")]
     SchemaMismatch(String),
+    /// The command's attempt refused it (its statement's verdict, `attempt_used` and the like,
+    /// and for one too fast, how long it has to go): nothing was written (`board/guard/`).
+    #[error("the attempt refused the command: {verdict}")]
+    AttemptRefused { verdict: String, wait_ms: i64 },
     /// Anything else: a bug or an unexpected database state.
     #[error("database error: {0}")]
     Internal(String),

@@ -47,66 +47,37 @@ pub async fn together_then<const N: usize, T>(
     runs: &[Run<'_, N>],
     decide: impl FnOnce(Vec<Row>) -> (Finish, T),
 ) -> Result<T, StoreError> {
-    together_after_then::<0, N, T>(db, op, None, runs, |_, rows| decide(rows)).await
-}
-
-/// One run's future, whatever its statement's parameter count.
-type Pending<'a> = Pin<Box<dyn Future<Output = Result<Row, Ran>> + Send + 'a>>;
-
-/// [`together_then`] with one run of another statement ahead of the others (a guarded
-/// command's use of its attempt, `board/guard/`), in the same round trip: `decide` sees its row
-/// apart from the others'.
-pub async fn together_after_then<const M: usize, const N: usize, T>(
-    db: &Database,
-    op: Op,
-    first: Option<Run<'_, M>>,
-    runs: &[Run<'_, N>],
-    decide: impl FnOnce(Option<Row>, Vec<Row>) -> (Finish, T),
-) -> Result<T, StoreError> {
     let stmts = db.statements();
     let client = db.client().await?;
     let (client, ran) = db
         .bounded(op, client, async |c| {
             // Each statement prepared before anything is sent: a run then goes out on its
             // future's first poll, so BEGIN and the runs reach the server in order.
-            let first_ready = match &first {
-                Some((s, params)) => Some((stmts.ready(c, s).await?, *params)),
-                None => None,
-            };
             let mut ready: Vec<(&Statement<N>, Ready<'_, N>)> = Vec::new();
             for (s, _) in runs {
                 if !ready.iter().any(|(k, _)| std::ptr::eq(*k, *s)) {
                     ready.push((s, stmts.ready(c, s).await?));
                 }
             }
-            let mut futures: Vec<Pending<'_>> = Vec::with_capacity(runs.len() + 1);
-            if let Some((r, params)) = &first_ready {
-                futures.push(Box::pin(async move {
-                    r.query_one(c, *params).await.map_err(Ran::Statement)
-                }));
-            }
-            for (s, params) in runs {
+            let futures = runs.iter().map(|(s, params)| {
                 let r = ready
                     .iter()
                     .find(|(k, _)| std::ptr::eq(*k, *s))
                     .map(|(_, r)| r)
                     .ok_or(());
-                futures.push(Box::pin(async move {
+                async move {
                     match r {
                         Ok(r) => r.query_one(c, *params).await.map_err(Ran::Statement),
                         Err(()) => Err(Ran::Unprepared),
                     }
-                }));
-            }
-            let begin = c.pg().batch_execute("BEGIN");
-            let rows = pipeline(begin, futures).await.map(|mut rows| {
-                let head = first_ready.is_some().then(|| rows.remove(0));
-                (head, rows)
+                }
             });
+            let begin = c.pg().batch_execute("BEGIN");
+            let rows = pipeline(begin, futures.collect()).await;
             // COMMIT only after every run answered, and the caller agreed: a failed run aborted
             // the transaction, which is then rolled back, explicitly, so the connection goes
             // back clean.
-            let verdict = match rows.map(|(head, rows)| decide(head, rows)) {
+            let verdict = match rows.map(decide) {
                 Ok((Finish::Commit, answer)) => {
                     c.pg().batch_execute("COMMIT").await.map(|()| Ok(answer))
                 }

@@ -83,9 +83,10 @@ impl AttemptRefusal {
         }
     }
 
-    /// The verdict of `sql/attempt_use.sql`, when it refuses.
-    pub(super) fn of_verdict(verdict: &str, wait_ms: i64) -> Option<Self> {
-        Some(match verdict {
+    /// The verdict of `sql/attempt_use.sql` or of a command's statement (`attempt_used`, …),
+    /// when it refuses.
+    pub fn of_verdict(verdict: &str, wait_ms: i64) -> Option<Self> {
+        Some(match verdict.strip_prefix("attempt_").unwrap_or(verdict) {
             "unknown" => Self::Unknown,
             "foreign" => Self::Foreign,
             "used" => Self::Used,

@@ -12,8 +12,11 @@
 //!    that would land in another period than its attempt's, rolls everything back.
 //!
 //! Every step is in one transaction: a refusal at any of them leaves nothing written, the
-//! attempt unused. On a board without review rules, steps 1 and 3 have nothing to do, and
-//! steps 2 and 4 go to PostgreSQL together with BEGIN, in one round trip ([`attempt_only`]).
+//! attempt unused.
+//!
+//! On a board without review rules nothing is held, so steps 1 and 3 have nothing to do: its
+//! command carries its attempt into its own statement (`sql/command/head.sql` judges and uses
+//! it) and goes by the command groups like any other ([`Guard::in_statement`]).
 
 pub mod attempt;
 pub mod review;
@@ -22,11 +25,9 @@ use super::apply::Bound;
 use super::command::{Fields, ScoreCommand, Writer};
 use super::definition::{BoardDefinition, ReviewRules};
 use super::link::{Judged, judge_rows, run_order};
-use super::operator::PARAMETER_COUNT;
 use super::operator::Tally;
 use super::submit::SubmitError;
-use crate::db::pipeline::{self, Finish};
-use crate::db::{Database, Op, StoreError, commit};
+use crate::db::{Database, StoreError, commit};
 use crate::model::CommandOutcome;
 pub use attempt::{Attempt, AttemptRefusal, StartError, start};
 
@@ -34,6 +35,14 @@ pub use attempt::{Attempt, AttemptRefusal, StartError, start};
 pub(super) struct Guard<'d> {
     attempt: Option<uuid::Uuid>,
     review: Option<&'d ReviewRules>,
+}
+
+impl Guard<'_> {
+    /// The attempt a command carries into its own statement, when its statement can guard it
+    /// alone (no review rules); None when it needs [`apply`]'s transaction.
+    pub(super) fn in_statement(&self) -> Option<uuid::Uuid> {
+        self.attempt.filter(|_| self.review.is_none())
+    }
 }
 
 /// The guard of a command with `fields` on the board of `definition`; None when nothing
@@ -78,11 +87,7 @@ pub(super) async fn apply(
     let mut tries = 0;
     loop {
         tries += 1;
-        let ran = match (&guard.attempt, guard.review) {
-            (Some(attempt), None) => attempt_only(db, attempt, set, traceparent).await,
-            _ => once(db, definition, guard, set, fields, traceparent).await,
-        };
-        match ran {
+        match once(db, definition, guard, set, fields, traceparent).await {
             Ok(Some(outcome)) => return Ok(outcome),
             Ok(None) | Err(SubmitError::Store(StoreError::Contended(_))) if tries < MAX_TRIES => {}
             Ok(None) => {
@@ -94,110 +99,6 @@ pub(super) async fn apply(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// What a pipelined attempt's transaction decided.
-enum Decided {
-    Applied(CommandOutcome),
-    Refused(SubmitError),
-    Again,
-}
-
-/// One transaction of [`apply`] for a command with an attempt on a board without review
-/// rules: its attempt's use and its statements sent together with BEGIN, in one round trip
-/// (`db/pipeline.rs`), and judged together: committed when the attempt was usable (or used by
-/// this very event id) and every board applied it, rolled back otherwise. No event id lock and
-/// no held-score lookup: without review rules nothing is held, so two arrivals of one event id
-/// decide alike (the attempt's row lock orders them; the later one is a repeat).
-async fn attempt_only(
-    db: &Database,
-    attempt: &uuid::Uuid,
-    set: &[ScoreCommand],
-    traceparent: Option<&str>,
-) -> Result<Option<CommandOutcome>, SubmitError> {
-    let cmd = set
-        .first()
-        .ok_or_else(|| StoreError::Internal("an empty command set".into()))?;
-    let event = cmd.event_id.as_uuid();
-    let (user, board) = (cmd.user_id.as_str(), cmd.board.as_str());
-    let order = run_order(set);
-    let bound: Vec<Bound<'_>> = order
-        .iter()
-        .map(|&i| Bound::new(&set[i], traceparent))
-        .collect();
-    let runs: Vec<pipeline::Run<'_, PARAMETER_COUNT>> = order
-        .iter()
-        .zip(&bound)
-        .map(|(&i, b)| (set[i].operator.statement(), b.params()))
-        .collect();
-    let first: pipeline::Run<'_, 4> = (&attempt::USE, [attempt, &event, &user, &board]);
-    let decided =
-        pipeline::together_after_then(db, Op::Attempt, Some(first), &runs, |head, rows| {
-            let refuse = |e: SubmitError| (Finish::Rollback, Decided::Refused(e));
-            let Some(head) = head else {
-                return refuse(StoreError::Internal("the attempt did not answer".into()).into());
-            };
-            let verdict = match use_verdict(&head) {
-                Ok(v) => v,
-                Err(e) => return refuse(e),
-            };
-            if let Some(refusal) = verdict.refusal {
-                return refuse(SubmitError::Attempt(refusal));
-            }
-            match judge_rows(set, order.iter().copied().zip(&rows)) {
-                Judged::Keep(outcome) => {
-                    if verdict.used_now && outcome.duplicate {
-                        // The event id was applied before without this attempt.
-                        return refuse(StoreError::EventIdReused(cmd.event_id).into());
-                    }
-                    if verdict
-                        .period
-                        .as_ref()
-                        .is_some_and(|p| attempt::period_of(p) != outcome.period)
-                    {
-                        return refuse(SubmitError::Attempt(AttemptRefusal::Expired));
-                    }
-                    (Finish::Commit, Decided::Applied(outcome))
-                }
-                Judged::Undo(Ok(outcome)) => (Finish::Rollback, Decided::Applied(outcome)),
-                Judged::Undo(Err(refused)) => refuse(refused.into()),
-                Judged::Again => (Finish::Rollback, Decided::Again),
-            }
-        })
-        .await?;
-    match decided {
-        Decided::Applied(outcome) => {
-            if !outcome.duplicate {
-                db.wake_projectors();
-            }
-            Ok(Some(outcome))
-        }
-        Decided::Refused(e) => Err(e),
-        Decided::Again => Ok(None),
-    }
-}
-
-/// What `sql/attempt_use.sql` answered.
-struct UseVerdict {
-    refusal: Option<AttemptRefusal>,
-    /// Marked used by this command now (not a repeat's).
-    used_now: bool,
-    /// The period the attempt started in.
-    period: Option<String>,
-}
-
-fn use_verdict(row: &tokio_postgres::Row) -> Result<UseVerdict, SubmitError> {
-    let sql = |e: tokio_postgres::Error| SubmitError::Store(e.into());
-    let verdict: String = row.try_get("verdict").map_err(sql)?;
-    let wait_ms: i64 = row
-        .try_get::<_, Option<i64>>("wait_ms")
-        .map_err(sql)?
-        .unwrap_or(0);
-    Ok(UseVerdict {
-        refusal: AttemptRefusal::of_verdict(&verdict, wait_ms),
-        used_now: verdict == "use",
-        period: row.try_get("period_board").map_err(sql)?,
-    })
 }
 
 /// One transaction of [`apply`]; None when its statements ask to be run again.

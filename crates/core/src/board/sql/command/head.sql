@@ -13,8 +13,15 @@
 -- way from the first, so the tuple (score, col2, col3) compares in the board's direction), 0
 -- past the board's columns, $15 and $16 the second column's bounds, $17 and $18 the third's
 -- (order-key form; 0 and 0 past the board's columns), $19 the event id the command was sent
--- with, on the command of a board it fed (board/link.rs; NULL on the board it was sent to).
+-- with, on the command of a board it fed (board/link.rs; NULL on the board it was sent to),
+-- $20 the attempt the command comes from (migration V16; NULL: none, as on every fed board's).
 -- Every operator's statement takes the same parameters and answers the same columns.
+--
+-- Attempts (issue 38): a command with one goes ahead only when its attempt allows it
+-- (`attempt_verdict`), and marks it used by its event id (tail.sql's `attempt_used`) when its
+-- event is recorded; a refusal is one row naming it ('attempt_used', …), nothing written. The
+-- answer's last two columns say what the caller checks: the event id that used the attempt (a
+-- repeat must carry the attempt its first run used) and how long a too fast one has to go.
 --
 -- First arrival: `prior` is empty and the board's definition still has revision $6, so the
 -- command goes ahead (`go`): the part upserts the score (the row lock serializes concurrent
@@ -55,11 +62,47 @@ definition AS (
     SELECT coalesce((SELECT revision FROM board_definitions WHERE board_id = $2), 0) = $6
         AS current
 ),
-go AS (
+period AS (
     -- The board the command writes: $2 itself, or the period of $2 open now (migration V7's
     -- lb_command_board, board/sql/functions/: it reads the clock under the board's period
-    -- lock). Only a command that goes ahead asks, so a repeat or a refusal never waits for a
-    -- close.
-    SELECT lb_command_board($2) AS board_id,
-           CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
+    -- lock). Only a command that may go ahead asks, so a repeat or one validated against
+    -- another revision never waits for a close.
+    SELECT lb_command_board($2) AS board_id
     WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
+),
+attempt AS (
+    -- The attempt the command comes from ($20, issue 38; NULL: none, and no row), locked: two
+    -- commands with one attempt are judged one after the other.
+    SELECT user_id, board_id, period_board, used_by, expires_at,
+           started_at + min_duration_ms * interval '1 millisecond' AS ready_at
+    FROM attempts
+    WHERE attempt_id = $20
+    FOR UPDATE
+),
+attempt_verdict AS (
+    -- Why the attempt refuses the command (NULL: it does not, or there is none), judged in the
+    -- order of board/sql/attempt_use.sql (the same verdicts, for a command whose board also
+    -- reviews scores, board/guard/): unknown, another player's or board's, used by another
+    -- command (by this event id: a repeat, which `prior` answers), past its ttl or its period
+    -- (the command would land in another period than the one it started in), sooner than its
+    -- minimum duration. Times by clock_timestamp(), not the transaction's start.
+    SELECT CASE
+               WHEN $20::uuid IS NULL THEN NULL
+               WHEN a.user_id IS NULL THEN 'attempt_unknown'
+               WHEN a.user_id <> $3 OR a.board_id <> $2 THEN 'attempt_foreign'
+               WHEN a.used_by = $1 THEN NULL
+               WHEN a.used_by IS NOT NULL THEN 'attempt_used'
+               WHEN a.expires_at <= clock_timestamp()
+                    OR a.period_board <> (SELECT board_id FROM period) THEN 'attempt_expired'
+               WHEN a.ready_at > clock_timestamp() THEN 'attempt_too_fast'
+           END AS refusal,
+           a.used_by,
+           greatest(ceil(extract(epoch FROM a.ready_at - clock_timestamp()) * 1000), 0)::bigint
+               AS wait_ms
+    FROM (SELECT 1) one LEFT JOIN attempt a ON true
+),
+go AS (
+    SELECT board_id,
+           CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
+    FROM period
+    WHERE (SELECT refusal FROM attempt_verdict) IS NULL

@@ -18,21 +18,41 @@ outbox AS (
     SELECT $1, board_id, $3, score, $12, col2, col3, version, $5, tie, metadata,
            CASE WHEN hidden THEN 'hide' END
     FROM upserted
+),
+attempt_used AS (
+    -- The attempt is used by this command once its event is recorded (a best submission that
+    -- does not improve is recorded too: its run was played).
+    UPDATE attempts SET used_by = $1, used_at = clock_timestamp()
+    WHERE attempt_id = $20 AND EXISTS (SELECT 1 FROM event)
 )
--- A data-modifying CTE runs whether or not the answer refers to it. Exactly one row answers.
+-- A data-modifying CTE runs whether or not the answer refers to it. Exactly one row answers;
+-- every row ends with the event id that had used the command's attempt and a too fast one's
+-- wait in ms (NULL without an attempt).
 SELECT 'applied' AS outcome, board_id, user_id, operator, submitted, submitted2, submitted3,
-       metadata, score, col2, col3, version, improved
+       metadata, score, col2, col3, version, improved,
+       (SELECT used_by FROM attempt_verdict) AS attempt_used_by,
+       (SELECT wait_ms FROM attempt_verdict) AS attempt_wait_ms
 FROM event
 UNION ALL
 SELECT 'duplicate', board_id, user_id, operator, submitted, submitted2, submitted3, metadata,
-       score, col2, col3, version, improved
+       score, col2, col3, version, improved,
+       (SELECT used_by FROM attempt_verdict), (SELECT wait_ms FROM attempt_verdict)
 FROM prior
 UNION ALL
-SELECT 'stale_definition', $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false
+SELECT 'stale_definition', $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false,
+       NULL, NULL
 FROM rule
 WHERE NOT EXISTS (SELECT 1 FROM prior) AND NOT (SELECT current FROM definition)
 UNION ALL
+-- The attempt refused it: nothing written.
+SELECT (SELECT refusal FROM attempt_verdict), $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL,
+       NULL, 0, false, (SELECT used_by FROM attempt_verdict),
+       (SELECT wait_ms FROM attempt_verdict)
+FROM rule
+WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
+  AND (SELECT refusal FROM attempt_verdict) IS NOT NULL
+UNION ALL
 -- Went ahead and recorded nothing: the operator's refusal, nothing written.
-SELECT refusal, $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false
+SELECT refusal, $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false, NULL, NULL
 FROM rule
 WHERE refusal IS NOT NULL AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM written)
