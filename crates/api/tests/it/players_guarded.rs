@@ -249,7 +249,12 @@ async fn a_suspicious_score_is_held_hidden_everywhere_and_shown_once_approved() 
         "a held score was written beside the queue"
     );
 
-    // Hidden on both read paths, after a rebuild too.
+    // Hidden from PostgreSQL's read before any rebuild (no projector runs here: the held score
+    // wrote no outbox row for one to carry), and from both read paths after a rebuild.
+    let (status, strong) =
+        crate::common::get(&p.app, "/v1/boards/arena/top?consistency=strong").await;
+    assert_eq!(status, StatusCode::OK, "{strong}");
+    assert_eq!(common::entries(&strong), vec![("alice".to_owned(), 100)]);
     let read = |p: &Players| {
         let app = p.app.clone();
         async move { common::both(&app, "/v1/boards/arena/top").await }
