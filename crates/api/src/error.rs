@@ -10,6 +10,7 @@ use ledgerboard_core::board::definition::{DefineError, DefinitionError};
 use ledgerboard_core::board::guard::review::DecideError;
 use ledgerboard_core::board::guard::{AttemptRefusal, StartError};
 use ledgerboard_core::board::moderation::ModerationError;
+use ledgerboard_core::competition::CompetitionError;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::model::ValidationError;
 use serde::Serialize;
@@ -319,6 +320,27 @@ impl From<SubmitError> for ApiError {
             },
             SubmitError::ServerOnly(_) => Self::PlayerDenied("board_server_only", e.to_string()),
             SubmitError::Attempt(e) => Self::Attempt(e),
+            SubmitError::Competition(code) => {
+                let (status, code, m) = match code.as_str() {
+                    "competition_not_started" => (
+                        StatusCode::CONFLICT,
+                        "competition_not_started",
+                        "the competition has not started: scores are taken from its starts_at",
+                    ),
+                    "competition_ended" => (
+                        StatusCode::CONFLICT,
+                        "competition_ended",
+                        "the competition has ended: scores are taken until its ends_at",
+                    ),
+                    "competition_not_entered" => (
+                        StatusCode::FORBIDDEN,
+                        "competition_not_entered",
+                        "the competition requires an entry: POST /v1/competitions/{id}/entries first",
+                    ),
+                    _ => return Self::Internal(format!("competition refusal {code:?}")),
+                };
+                Self::Coded(status, code, m.to_owned())
+            }
         }
     }
 }
@@ -329,6 +351,25 @@ impl From<StartError> for ApiError {
             StartError::Refused(e) => Self::Attempt(e),
             StartError::Store(e) => e.into(),
         }
+    }
+}
+
+impl From<CompetitionError> for ApiError {
+    fn from(e: CompetitionError) -> Self {
+        if let CompetitionError::Store(e) = e {
+            return e.into();
+        }
+        let status = match &e {
+            CompetitionError::Store(_) | CompetitionError::Unknown => StatusCode::NOT_FOUND,
+            CompetitionError::NotStarted
+            | CompetitionError::Ended
+            | CompetitionError::Full
+            | CompetitionError::BelowEntrants(_) => StatusCode::CONFLICT,
+            CompetitionError::Invalid(..) | CompetitionError::NotABoard(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+        };
+        Self::Coded(status, e.code(), e.to_string())
     }
 }
 
@@ -376,7 +417,8 @@ impl From<StoreError> for ApiError {
             // only through a path that does not know its verdicts, which is a bug.
             StoreError::SchemaMismatch(_)
             | StoreError::Internal(_)
-            | StoreError::AttemptRefused { .. } => Self::Internal(e.to_string()),
+            | StoreError::AttemptRefused { .. }
+            | StoreError::CompetitionRefused(_) => Self::Internal(e.to_string()),
         }
     }
 }

@@ -48,6 +48,11 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/periods/{period}/standings",
             get(routes::periods::standings),
         )
+        .route("/v1/competitions", get(routes::competitions::list))
+        .route(
+            "/v1/competitions/{id}",
+            get(routes::competitions::get_competition),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_read,
@@ -67,6 +72,15 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         )
         // Admin only (checked in the handler).
         .route("/v1/moderation", post(routes::moderation::post_moderation))
+        // Admin only (checked in the handler); the GET of the same path is a read.
+        .route(
+            "/v1/competitions/{id}",
+            put(routes::competitions::put_competition),
+        )
+        .route(
+            "/v1/competitions/{id}/entries",
+            post(routes::competitions::post_entry),
+        )
         // Moderate scope (checked in the handlers).
         .route("/v1/reviews", get(routes::reviews::list))
         .route(

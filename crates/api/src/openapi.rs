@@ -4,7 +4,9 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{attempts, boards, commands, moderation, periods, reads, reviews};
+use crate::routes::{
+    attempts, boards, commands, competitions, moderation, periods, reads, reviews,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,7 +30,11 @@ use crate::routes::{attempts, boards, commands, moderation, periods, reads, revi
         attempts::post_attempt,
         reviews::list,
         reviews::approve,
-        reviews::reject
+        reviews::reject,
+        competitions::put_competition,
+        competitions::list,
+        competitions::get_competition,
+        competitions::post_entry
     ),
     modifiers(&BearerAuth),
     tags(
@@ -36,6 +42,7 @@ use crate::routes::{attempts, boards, commands, moderation, periods, reads, revi
         (name = "reads", description = "leaderboard reads with their freshness"),
         (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
         (name = "periods", description = "closed periods' frozen standings, from PostgreSQL only (payouts)"),
+        (name = "competitions", description = "tournaments over a board: a window, entries, a cap, prizes"),
         (name = "moderation", description = "idempotent, audited removals, bans and erasures; the review queue of held scores (moderate scope)")
     )
 )]

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod backoff;
 pub mod board;
+pub mod competition;
 pub mod config;
 pub mod daemon;
 pub mod db;

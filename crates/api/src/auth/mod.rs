@@ -26,7 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::auth::player::{Player, PlayerKeys};
 use ledgerboard_core::auth::{TokenEntry, TokenTable};
-use ledgerboard_core::model::BoardId;
+use ledgerboard_core::model::{BoardId, UserId};
 
 pub use self::rate_limit::Limiter;
 use crate::client::{ClientKey, TrustedProxies};
@@ -198,6 +198,23 @@ impl Identity {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// The player a request acts for (an attempt's start, a competition's entry): the body's
+    /// `user_id`, or, left out, a player token's own (a service token must name one); a player
+    /// token may name only itself.
+    pub fn acting_user(&self, given: Option<String>) -> Result<UserId, ApiError> {
+        let user = match (given, self) {
+            (Some(u), _) => u,
+            (None, Identity::Player(p)) => p.user.as_str().to_owned(),
+            (None, _) => {
+                return Err(ApiError::MalformedBody(
+                    "a service token names the player: user_id is required".into(),
+                ));
+            }
+        };
+        self.require_user(&user)?;
+        Ok(UserId::parse(&user)?)
     }
 
     /// How `board::submit` judges the command against the board's write policy.

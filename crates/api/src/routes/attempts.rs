@@ -8,7 +8,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ledgerboard_core::board::guard::{self, Attempt};
-use ledgerboard_core::model::{BoardId, UserId};
+use ledgerboard_core::model::BoardId;
 use serde::Deserialize;
 
 use super::path_error;
@@ -81,17 +81,7 @@ pub async fn post_attempt(
                 "request_id must be a non-nil UUID".into(),
             )
         })?;
-    let user = match (raw.user_id, &identity) {
-        (Some(u), _) => u,
-        (None, Identity::Player(p)) => p.user.as_str().to_owned(),
-        (None, _) => {
-            return Err(ApiError::MalformedBody(
-                "a service token names the player: user_id is required".into(),
-            ));
-        }
-    };
-    identity.require_user(&user)?;
-    let user = UserId::parse(&user)?;
+    let user = identity.acting_user(raw.user_id)?;
     // The write policy judges an attempt as it judges the score it leads to.
     let definition = state.definitions.get(&state.db, &board).await?;
     if identity.writer() == ledgerboard_core::board::Writer::Player

@@ -4,6 +4,7 @@
 pub mod attempts;
 pub mod boards;
 pub mod commands;
+pub mod competitions;
 pub mod moderation;
 pub mod periods;
 pub mod reads;

@@ -8,6 +8,7 @@ mod boards;
 mod coalesce;
 mod commands;
 mod common;
+mod competitions;
 mod console;
 mod console_columns;
 mod daemon;

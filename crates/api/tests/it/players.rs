@@ -129,7 +129,18 @@ impl Players {
         .await
     }
 
-    async fn get(&self, token: &str, uri: &str) -> (StatusCode, Value) {
+    /// A score command with a service token.
+    pub(crate) async fn post_json(&self, board: &str, body: Value) -> (StatusCode, Value) {
+        self.request(
+            TEST_TOKEN,
+            "POST",
+            &format!("/v1/boards/{board}/scores"),
+            Some(body),
+        )
+        .await
+    }
+
+    pub(crate) async fn get(&self, token: &str, uri: &str) -> (StatusCode, Value) {
         self.request(token, "GET", uri, None).await
     }
 

@@ -123,6 +123,9 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         "stale_definition" => return Err(StoreError::DefinitionChanged),
         "score_out_of_range" => return Err(StoreError::ScoreOutOfRange),
         "retry" => return Ok(Answer::Retry),
+        code if code.starts_with("competition_") => {
+            return Err(StoreError::CompetitionRefused(code.to_owned()));
+        }
         verdict if verdict.starts_with("attempt_") => {
             let wait_ms = row
                 .try_get::<_, Option<i64>>("attempt_wait_ms")?

@@ -120,6 +120,11 @@ pub fn command(
             if text.len() > MAX_METADATA_BYTES {
                 return Err(ValidationError::MetadataTooLarge);
             }
+            // jsonb cannot hold \u0000 (PostgreSQL refuses the statement): the metadata's
+            // error, not the store's.
+            if text.contains("\\u0000") {
+                return Err(ValidationError::InvalidMetadata);
+            }
             Some(text)
         }
         Some(_) => return Err(ValidationError::InvalidMetadata),
@@ -181,6 +186,20 @@ mod tests {
 
     fn implicit() -> BoardDefinition {
         BoardDefinition::implicit(BoardId::parse("weekly").expect("board"))
+    }
+
+    #[test]
+    fn metadata_with_a_nul_is_refused_as_invalid() {
+        let metadata = serde_json::json!({"note": "a\u{0}b"});
+        let refused = command(
+            &implicit(),
+            "6f9619ff-8b86-4011-b42d-00c04fc964ff",
+            "alice",
+            None,
+            Some(&number("1")),
+            Some(&metadata),
+        );
+        assert_eq!(refused, Err(ValidationError::InvalidMetadata));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum SubmitError {
     /// The command's attempt (or its lack of one) was refused (`guard/attempt.rs`).
     #[error(transparent)]
     Attempt(#[from] AttemptRefusal),
+    /// The board is a competition's and refused it (its code: `competition_ended`, …).
+    #[error("the competition refused the score: {0}")]
+    Competition(String),
 }
 
 impl From<Refused> for SubmitError {
@@ -42,6 +45,9 @@ impl From<Refused> for SubmitError {
             && let Some(refusal) = AttemptRefusal::of_verdict(verdict, *wait_ms)
         {
             return Self::Attempt(refusal);
+        }
+        if let StoreError::CompetitionRefused(code) = &r.error {
+            return Self::Competition(code.clone());
         }
         match r.board {
             None => Self::Store(r.error),

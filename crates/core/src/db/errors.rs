@@ -32,6 +32,10 @@ pub enum StoreError {
     /// and for one too fast, how long it has to go): nothing was written (`board/guard/`).
     #[error("the attempt refused the command: {verdict}")]
     AttemptRefused { verdict: String, wait_ms: i64 },
+    /// The board is a competition's and refused the command (`competition_not_started`,
+    /// `competition_ended`, `competition_not_entered`): nothing was written (`competition/`).
+    #[error("the competition refused the command: {0}")]
+    CompetitionRefused(String),
     /// Anything else: a bug or an unexpected database state.
     #[error("database error: {0}")]
     Internal(String),
@@ -57,7 +61,8 @@ pub(crate) fn classify(err: &tokio_postgres::Error) -> Failure {
     };
     let code = db.code();
     // The same new key arriving twice at once: the later insert loses, and running it again
-    // finds the first (a score's event id; an attempt's request key, board/guard/attempt.rs).
+    // finds the first (a score's event id; an attempt's request key, board/guard/attempt.rs; a
+    // competition's entrant, competition/).
     if *code == SqlState::UNIQUE_VIOLATION
         && matches!(
             db.constraint(),

@@ -88,6 +88,8 @@ pub enum Op {
     /// A guarded score command's review: its judgement, a held score, the queue and its
     /// decisions (`board/sql/review_*.sql`).
     Review,
+    /// A competition's declaration, reads and entries (`competition/sql/*.sql`).
+    Competition,
 }
 
 impl Label for Op {
@@ -135,6 +137,7 @@ impl Label for Op {
         Op::HistoryRead,
         Op::Attempt,
         Op::Review,
+        Op::Competition,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -189,6 +192,7 @@ impl Op {
             Op::HistoryRead => "history_read",
             Op::Attempt => "attempt",
             Op::Review => "review",
+            Op::Competition => "competition",
         }
     }
 }

@@ -101,8 +101,27 @@ attempt_verdict AS (
                AS wait_ms
     FROM (SELECT 1) one LEFT JOIN attempt a ON true
 ),
+admission AS (
+    -- A competition's board (migration V17, competition/): scores only inside its window and,
+    -- when it requires entry, only from an entrant. NULL: admitted, or not a competition.
+    SELECT CASE
+               WHEN clock_timestamp() < c.starts_at THEN 'competition_not_started'
+               WHEN clock_timestamp() >= c.ends_at THEN 'competition_ended'
+               WHEN c.entry_required AND NOT EXISTS (
+                   SELECT 1 FROM competition_entries e
+                   WHERE e.competition_id = $2 AND e.user_id = $3
+               ) THEN 'competition_not_entered'
+           END AS refusal
+    FROM (SELECT 1) one LEFT JOIN competitions c ON c.competition_id = $2
+),
+barred AS (
+    -- Why the command may not go ahead before its operator's rule is asked: its attempt's
+    -- verdict, then its competition's.
+    SELECT coalesce((SELECT refusal FROM attempt_verdict), (SELECT refusal FROM admission))
+        AS why
+),
 go AS (
     SELECT board_id,
            CASE WHEN $7 = 0 THEN 0 ELSE $7 * nextval('user_scores_reached_seq') END AS tie
     FROM period
-    WHERE (SELECT refusal FROM attempt_verdict) IS NULL
+    WHERE (SELECT why FROM barred) IS NULL

@@ -44,13 +44,13 @@ SELECT 'stale_definition', $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL
 FROM rule
 WHERE NOT EXISTS (SELECT 1 FROM prior) AND NOT (SELECT current FROM definition)
 UNION ALL
--- The attempt refused it: nothing written.
-SELECT (SELECT refusal FROM attempt_verdict), $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL,
+-- Its attempt or its competition refused it: nothing written.
+SELECT (SELECT why FROM barred), $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL,
        NULL, 0, false, (SELECT used_by FROM attempt_verdict),
        (SELECT wait_ms FROM attempt_verdict)
 FROM rule
 WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
-  AND (SELECT refusal FROM attempt_verdict) IS NOT NULL
+  AND (SELECT why FROM barred) IS NOT NULL
 UNION ALL
 -- Went ahead and recorded nothing: the operator's refusal, nothing written.
 SELECT refusal, $2, $3, operator, $4, NULL, NULL, NULL, 0, NULL, NULL, 0, false, NULL, NULL

@@ -1,0 +1,271 @@
+//! Competitions (issue 39, tournaments): `PUT /v1/competitions/{id}` (admin) declares one over a
+//! declared board, `GET /v1/competitions[/{id}]` lists and reads them, `POST
+//! /v1/competitions/{id}/entries` enters a player (a player token for itself, a service token
+//! for any). The rules are core's (`competition/`).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use ledgerboard_core::competition::{self, Competition, Declaration, Entry, Prize};
+use ledgerboard_core::model::BoardId;
+use serde::{Deserialize, Serialize};
+
+use super::path_error;
+use crate::auth::Identity;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+
+/// A competition as declared.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompetitionBody {
+    /// When scores start and stop being taken: RFC 3339 times, `ends_at` after `starts_at`.
+    #[schema(example = "2026-12-07T18:00:00Z")]
+    starts_at: String,
+    #[schema(example = "2026-12-07T20:00:00Z")]
+    ends_at: String,
+    /// Whether a score needs an entry (default true).
+    entry_required: Option<bool>,
+    /// The most entrants (absent: no cap).
+    #[schema(minimum = 1)]
+    max_size: Option<i32>,
+    /// Up to 64 characters, for listing (`GET /v1/competitions?category=`).
+    #[schema(max_length = 64)]
+    category: Option<String>,
+    /// A JSON object of at most 4096 bytes, given back as it is.
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<serde_json::Value>,
+    /// Rank ranges and what they earn, ascending and not overlapping.
+    #[schema(max_items = 100)]
+    prizes: Option<Vec<Prize>>,
+}
+
+/// Declares the competition `{id}` over the board of that id (declared, never resetting), or
+/// changes it.
+#[utoipa::path(
+    put,
+    path = "/v1/competitions/{id}",
+    params(("id" = String, Path, description = "its board's id", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
+    request_body = CompetitionBody,
+    responses(
+        (status = 201, description = "declared", body = Competition),
+        (status = 200, description = "changed", body = Competition),
+        (status = 400, description = "malformed body or path", body = ErrorBody),
+        (status = 401, description = "no valid bearer token", body = ErrorBody),
+        (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
+        (status = 409, description = "`competition_below_entrants`: max_size under the entrants it has", body = ErrorBody),
+        (status = 422, description = "`invalid_window`, `invalid_max_size`, `invalid_category`, `invalid_metadata`, `invalid_prizes`, `competition_board` (not a declared board that never resets), `invalid_board_id`", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "competitions",
+    security(("bearer" = []))
+)]
+pub async fn put_competition(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Competition>), ApiError> {
+    identity.require_admin()?;
+    let Path(id) = id.map_err(path_error)?;
+    let id = BoardId::parse(&id)?;
+    let body = body?;
+    let raw: CompetitionBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::MalformedBody(format!(
+            "expected {{\"starts_at\", \"ends_at\", \"entry_required\"?, \"max_size\"?, \"category\"?, \"metadata\"?, \"prizes\"?}}: {e}"
+        ))
+    })?;
+    let declaration = Declaration {
+        category: raw.category,
+        starts_at: raw.starts_at,
+        ends_at: raw.ends_at,
+        entry_required: raw.entry_required,
+        max_size: raw.max_size,
+        metadata: raw.metadata,
+        prizes: raw.prizes.unwrap_or_default(),
+    };
+    let (competition, created) =
+        competition::declare(&state.db, &state.definitions, &id, &declaration).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(competition)))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct CompetitionQuery {
+    /// Only this category's.
+    #[param(max_length = 64)]
+    category: Option<String>,
+    /// `upcoming`, `open` or `ended`, by the database clock.
+    #[param(pattern = "^(upcoming|open|ended)$")]
+    state: Option<String>,
+    /// The `next` of the previous page.
+    #[param(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
+    after: Option<String>,
+    /// 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u64>,
+}
+
+/// A page of competitions.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CompetitionPage {
+    competitions: Vec<Competition>,
+    /// The `after` of the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
+}
+
+/// Competitions in id order, with their windows, entrants and state.
+#[utoipa::path(
+    get,
+    path = "/v1/competitions",
+    params(CompetitionQuery),
+    responses(
+        (status = 200, description = "a page of competitions", body = CompetitionPage),
+        (status = 400, description = "an unknown or malformed parameter", body = ErrorBody),
+        (status = 401, description = "reads need a token (`auth.reads = token`)", body = ErrorBody),
+        (status = 403, description = "the token may not read", body = ErrorBody),
+        (status = 422, description = "`out_of_range` limit or state, an invalid id in `after`", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "competitions",
+    security((), ("bearer" = []))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    query: Result<Query<CompetitionQuery>, QueryRejection>,
+) -> Result<Json<CompetitionPage>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::BadQuery(e.body_text()))?;
+    let limit = i64::try_from(q.limit.unwrap_or(50)).unwrap_or(i64::MAX);
+    if !(1..=competition::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::OutOfRange(format!(
+            "limit must be 1 to {}",
+            competition::MAX_PAGE
+        )));
+    }
+    let state_filter = q
+        .state
+        .as_deref()
+        .map(|s| {
+            competition::State::parse(s)
+                .ok_or_else(|| ApiError::OutOfRange("state must be upcoming, open or ended".into()))
+        })
+        .transpose()?;
+    if q.category
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > 64 || c.contains('\0'))
+    {
+        return Err(ApiError::OutOfRange(
+            "category is at most 64 characters".into(),
+        ));
+    }
+    let after = q.after.as_deref().map(BoardId::parse).transpose()?;
+    let competitions = competition::list(
+        &state.read_db,
+        q.category.as_deref(),
+        state_filter,
+        after.as_ref(),
+        limit,
+    )
+    .await?;
+    let next = (competitions.len() as i64 == limit)
+        .then(|| competitions.last().map(|c| c.id.clone()))
+        .flatten();
+    Ok(Json(CompetitionPage { competitions, next }))
+}
+
+/// One competition.
+#[utoipa::path(
+    get,
+    path = "/v1/competitions/{id}",
+    params(("id" = String, Path, description = "its board's id", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
+    responses(
+        (status = 200, description = "the competition", body = Competition),
+        (status = 400, description = "malformed path", body = ErrorBody),
+        (status = 401, description = "reads need a token (`auth.reads = token`)", body = ErrorBody),
+        (status = 403, description = "the token may not read", body = ErrorBody),
+        (status = 404, description = "`competition_unknown`", body = ErrorBody),
+        (status = 422, description = "`invalid_board_id`", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "competitions",
+    security((), ("bearer" = []))
+)]
+pub async fn get_competition(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<Competition>, ApiError> {
+    let Path(id) = id.map_err(path_error)?;
+    let id = BoardId::parse(&id)?;
+    let found = competition::get(&state.read_db, &id).await?;
+    Ok(Json(found.ok_or(
+        ledgerboard_core::competition::CompetitionError::Unknown,
+    )?))
+}
+
+/// An entry as sent.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntryBody {
+    /// The player: a player token's own user id (which it may leave out); required of a
+    /// service token.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
+    )]
+    user_id: Option<String>,
+}
+
+/// Enters a player: once (again: the same entry), inside the window, never past `max_size`
+/// (decided in one statement under concurrent entries).
+#[utoipa::path(
+    post,
+    path = "/v1/competitions/{id}/entries",
+    params(("id" = String, Path, description = "its board's id", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
+    request_body = EntryBody,
+    responses(
+        (status = 201, description = "entered", body = Entry),
+        (status = 200, description = "entered before: that entry, `duplicate: true`", body = Entry),
+        (status = 400, description = "malformed body or path", body = ErrorBody),
+        (status = 401, description = "no valid bearer token", body = ErrorBody),
+        (status = 403, description = "`forbidden`, `player_board`, `player_user`", body = ErrorBody),
+        (status = 404, description = "`competition_unknown`", body = ErrorBody),
+        (status = 409, description = "`competition_not_started`, `competition_ended`, `competition_full`", body = ErrorBody),
+        (status = 422, description = "`invalid_user_id`, `invalid_board_id`", body = ErrorBody),
+        (status = 429, description = "past a rate limit; see Retry-After", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "competitions",
+    security(("player" = []), ("bearer" = []))
+)]
+pub async fn post_entry(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Entry>), ApiError> {
+    let Path(id) = id.map_err(path_error)?;
+    let id = BoardId::parse(&id)?;
+    identity.require_write(&id)?;
+    let body = body?;
+    let raw: EntryBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::MalformedBody(format!("expected {{\"user_id\"?: \"<string>\"}}: {e}"))
+    })?;
+    let user = identity.acting_user(raw.user_id)?;
+    let entry = competition::enter(&state.db, &id, &user).await?;
+    let status = if entry.duplicate {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(entry)))
+}
