@@ -8,6 +8,7 @@ use ledgerboard_core::daemon;
 
 mod board;
 mod common;
+mod competition;
 mod migrate;
 mod moderation;
 mod parked;
@@ -73,6 +74,11 @@ enum Command {
         #[command(subcommand)]
         command: user::UserCommand,
     },
+    /// Tournaments over a board: declare, list, show.
+    Competition {
+        #[command(subcommand)]
+        command: competition::CompetitionCommand,
+    },
     /// Scores held by their boards' review rules: list them, approve (apply) or reject them.
     Review {
         #[command(subcommand)]
@@ -105,6 +111,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::User { command } => user::run(&settings, command).await,
         Command::Period { command } => period::run(&settings, command).await,
         Command::Review { command } => review::run(&settings, command).await,
+        Command::Competition { command } => competition::run(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {
             rebuild::run(args.daemon.config.as_deref(), &board, wait_secs).await
         }

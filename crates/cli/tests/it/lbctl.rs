@@ -2,6 +2,7 @@
 
 mod board;
 mod columns;
+mod competitions;
 mod players;
 use std::time::Duration;
 
