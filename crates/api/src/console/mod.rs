@@ -1,8 +1,8 @@
 //! The operator console under `/console` (issue 24): boards with their freshness and last
 //! reconcile result, a board's source and projection side by side with the reconciler's
 //! verdict on each member, the drift history, parked rows, rebuilds, moderation and the audit
-//! log, periods with their frozen standings and digest check, and the review queue of held
-//! scores.
+//! log, periods with their frozen standings and digest check, the review queue of held
+//! scores, and the competitions.
 //!
 //! Server-rendered HTML from askama templates compiled into the binary (`templates/console/`,
 //! every value HTML-escaped), one stylesheet and one small script served from the binary
@@ -59,6 +59,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
             "/console/moderation",
             get(records::moderation).post(actions::moderate),
         )
+        .route("/console/competitions", get(records::competitions))
         .route(
             "/console/reviews",
             get(reviews::reviews).post(reviews::decide),

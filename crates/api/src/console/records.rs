@@ -1,8 +1,10 @@
-//! The pages that list records: the parked rows (`/console/parked`) and the audit log of
-//! console actions and moderation commands (`/console/moderation`).
+//! The pages that list records: the parked rows (`/console/parked`), the audit log of console
+//! actions and moderation commands (`/console/moderation`), and the competitions
+//! (`/console/competitions`).
 
 use axum::extract::State;
 use axum::response::Response;
+use ledgerboard_core::competition;
 use ledgerboard_core::db::{history, outbox};
 use serde::Deserialize;
 
@@ -10,7 +12,9 @@ use super::guard::ConsoleQuery;
 use super::pages::{Notice, chrome, utc};
 use super::session::Session;
 use super::unanswered;
-use super::views::{AuditRow, ModerationPage, ParkedPage, ParkedView};
+use super::views::{
+    AuditRow, CompetitionView, CompetitionsPage, ModerationPage, ParkedPage, ParkedView,
+};
 use super::{ConsoleError, render};
 use crate::state::AppState;
 
@@ -73,5 +77,47 @@ pub async fn moderation(
         user_id: q.user.unwrap_or_default(),
         board: q.board.unwrap_or_default(),
         log,
+    }))
+}
+
+/// The competitions (the first page of 200, in id order), each with its window, state,
+/// entrants of its cap and prize table.
+pub async fn competitions(
+    State(state): State<AppState>,
+    session: Session,
+    ConsoleQuery(q): ConsoleQuery<Notice>,
+) -> Result<Response, ConsoleError> {
+    let rows = competition::list(&state.read_db, None, None, None, competition::MAX_PAGE)
+        .await
+        .map_err(unanswered::page_in_postgres)?
+        .into_iter()
+        .map(|c| CompetitionView {
+            entrants: match c.max_size {
+                Some(cap) => format!("{} of {cap}", c.entrants),
+                None => c.entrants.to_string(),
+            },
+            entry: if c.entry_required { "required" } else { "open" }.to_owned(),
+            prizes: c
+                .prizes
+                .iter()
+                .map(|p| {
+                    let ranks = if p.from == p.to {
+                        format!("rank {}", p.from)
+                    } else {
+                        format!("ranks {}-{}", p.from, p.to)
+                    };
+                    format!("{ranks}: {} x{}", p.reward, p.amount)
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            id: c.id,
+            category: c.category,
+            state: c.state,
+            window: format!("{} to {}", c.starts_at, c.ends_at),
+        })
+        .collect();
+    Ok(render(&CompetitionsPage {
+        chrome: chrome(&session, "competitions", q.notice),
+        rows,
     }))
 }

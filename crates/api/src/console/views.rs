@@ -232,3 +232,21 @@ pub struct ReviewsPage {
     pub pending: Vec<HeldView>,
     pub decided: Vec<HeldView>,
 }
+
+/// A competition as the console lists it, already in words.
+pub struct CompetitionView {
+    pub id: String,
+    pub category: String,
+    pub state: String,
+    pub window: String,
+    pub entrants: String,
+    pub entry: String,
+    pub prizes: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/competitions.html")]
+pub struct CompetitionsPage {
+    pub chrome: Chrome,
+    pub rows: Vec<CompetitionView>,
+}

@@ -260,6 +260,15 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
         (&json!(10), &json!("silver")),
         "{cup}"
     );
+    // The console lists it with its entrants of its cap and its prizes.
+    let (status, page) = crate::console::page(&p.app, "/console/competitions").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(r#"<tr data-id="cup">"#)
+            && page.contains("10 of 10")
+            && page.contains("rank 1: gold x100; ranks 2-3: silver x10"),
+        "{page}"
+    );
     // The cap may not go below the entrants.
     let (status, body) = p
         .declare_competition(
