@@ -53,6 +53,10 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/competitions/{id}",
             get(routes::competitions::get_competition),
         )
+        .route(
+            "/v1/competitions/{id}/results",
+            get(routes::competitions::results),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_read,

@@ -34,7 +34,8 @@ use crate::routes::{
         competitions::put_competition,
         competitions::list,
         competitions::get_competition,
-        competitions::post_entry
+        competitions::post_entry,
+        competitions::results
     ),
     modifiers(&BearerAuth),
     tags(

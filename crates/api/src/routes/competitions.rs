@@ -269,3 +269,64 @@ pub async fn post_entry(
     };
     Ok((status, Json(entry)))
 }
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ResultsQuery {
+    /// 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u64>,
+    /// 0 to 10,000,000 (default 0).
+    #[param(minimum = 0, maximum = 10_000_000)]
+    offset: Option<u64>,
+    /// How ties share ranks, and so prizes (default `ordinal`).
+    #[serde(default)]
+    #[param(inline)]
+    rank_mode: ledgerboard_core::ranking::RankMode,
+}
+
+/// A page of the competition's standings from PostgreSQL, each entry with the prize its rank
+/// earns; `final` once it has ended (pay from a final page).
+#[utoipa::path(
+    get,
+    path = "/v1/competitions/{id}/results",
+    params(("id" = String, Path, description = "its board's id", pattern = r"^[A-Za-z0-9_.-]{1,64}$"), ResultsQuery),
+    responses(
+        (status = 200, description = "a page of results", body = competition::Results),
+        (status = 400, description = "malformed path or query", body = ErrorBody),
+        (status = 401, description = "reads need a token (`auth.reads = token`)", body = ErrorBody),
+        (status = 403, description = "the token may not read", body = ErrorBody),
+        (status = 404, description = "`competition_unknown`", body = ErrorBody),
+        (status = 422, description = "`out_of_range`, `invalid_board_id`", body = ErrorBody),
+        (status = 503, description = "the database is unavailable", body = ErrorBody),
+    ),
+    tag = "competitions",
+    security((), ("bearer" = []))
+)]
+pub async fn results(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<ResultsQuery>, QueryRejection>,
+) -> Result<Json<competition::Results>, ApiError> {
+    let Path(id) = id.map_err(path_error)?;
+    let id = BoardId::parse(&id)?;
+    let Query(q) = query.map_err(|e| ApiError::BadQuery(e.body_text()))?;
+    let limit = q.limit.unwrap_or(100);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=1000).contains(&limit) || offset > 10_000_000 {
+        return Err(ApiError::OutOfRange(
+            "limit must be 1 to 1000, offset 0 to 10000000".into(),
+        ));
+    }
+    let results = competition::results(
+        &state.read_db,
+        &state.definitions,
+        &id,
+        q.rank_mode,
+        offset,
+        limit,
+    )
+    .await?;
+    Ok(Json(results))
+}

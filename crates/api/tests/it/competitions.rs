@@ -260,6 +260,48 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
         (&json!(10), &json!("silver")),
         "{cup}"
     );
+    // Results from PostgreSQL, each rank with its prize; not final while it is open.
+    for (i, points) in [(1, 9), (2, 5)] {
+        let user = entered[i]["user_id"].as_str().expect("user");
+        let body =
+            json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": user, "score": points});
+        let (status, answer) = p.post_json("cup", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let (status, results) = p.get(TEST_TOKEN, "/v1/competitions/cup/results").await;
+    assert_eq!(status, StatusCode::OK, "{results}");
+    let placed: Vec<(i64, i64, Value)> = results["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["rank"].as_i64().unwrap_or(0),
+                e["score"].as_i64().unwrap_or(0),
+                e["prize"]["reward"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        vec![
+            (1, 9, json!("gold")),
+            (2, 7, json!("silver")),
+            (3, 5, json!("silver"))
+        ],
+        "{results}"
+    );
+    assert_eq!(
+        (&results["final"], &results["total"]),
+        (&json!(false), &json!(3))
+    );
+    let (_, past) = p.get(TEST_TOKEN, "/v1/competitions/past/results").await;
+    assert_eq!(
+        (&past["final"], &past["entries"]),
+        (&json!(true), &json!([])),
+        "{past}"
+    );
+
     // The console lists it with its entrants of its cap and its prizes.
     let (status, page) = crate::console::page(&p.app, "/console/competitions").await;
     assert_eq!(status, StatusCode::OK, "{page}");

@@ -44,6 +44,7 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/competitions",
             "/v1/competitions/{id}",
             "/v1/competitions/{id}/entries",
+            "/v1/competitions/{id}/results",
             "/v1/moderation",
             "/v1/reviews",
             "/v1/reviews/{event_id}/approve",

@@ -374,3 +374,64 @@ pub async fn enter(db: &Database, id: &BoardId, user: &UserId) -> Result<Entry, 
         duplicate,
     })
 }
+
+/// One place of a competition's results: the entry, ranked, and what its rank earns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Placed {
+    #[serde(flatten)]
+    pub entry: crate::model::RankedEntry,
+    /// The prize range the rank falls in; absent when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prize: Option<Prize>,
+}
+
+/// A page of a competition's results, read from PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Results {
+    pub competition: Competition,
+    /// True once the competition has ended: no score can change the standings any more
+    /// (moderation still can: a ban or a removal closes the ranks up).
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    /// Visible entries of its board.
+    pub total: u64,
+    pub entries: Vec<Placed>,
+}
+
+/// A page of the competition `id`'s standings from PostgreSQL (the source payouts read), each
+/// entry with the prize its rank earns in `mode`.
+pub async fn results(
+    db: &Database,
+    definitions: &Definitions,
+    id: &BoardId,
+    mode: crate::ranking::RankMode,
+    offset: u64,
+    limit: u64,
+) -> Result<Results, CompetitionError> {
+    let competition = get(db, id).await?.ok_or(CompetitionError::Unknown)?;
+    let definition = definitions.get(db, id).await?;
+    let page = crate::db::reads::top(db, id, definition.order(), mode, offset, limit).await?;
+    let prize = |rank: u64| {
+        let rank = i64::try_from(rank).unwrap_or(i64::MAX);
+        competition
+            .prizes
+            .iter()
+            .find(|p| (p.from..=p.to).contains(&rank))
+            .cloned()
+    };
+    Ok(Results {
+        is_final: competition.state == "ended",
+        total: page.total,
+        entries: page
+            .entries
+            .into_iter()
+            .map(|entry| Placed {
+                prize: prize(entry.rank),
+                entry,
+            })
+            .collect(),
+        competition,
+    })
+}
