@@ -180,6 +180,9 @@ pub struct KindsFigures {
     pub kinds: Vec<KindFigures>,
     /// Players' commands with and without attempts (issue 38).
     pub attempts: crate::attempts::AttemptFigures,
+    /// Entries into a tournament at each client count (issue 39), beside the `add` board's
+    /// commands.
+    pub entries: Vec<crate::competitions::EntryFigures>,
 }
 
 const LOAD_PERCENT: u32 = 50;
@@ -268,6 +271,7 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
         visible_rate_per_s: rate,
         kinds,
         attempts: crate::attempts::attempt_round_trip(quick).await?,
+        entries: crate::competitions::entries(clients_levels, seconds, rounds).await?,
     })
 }
 

@@ -6,6 +6,7 @@ mod api;
 mod attempts;
 mod boards;
 mod commands;
+mod competitions;
 mod growth;
 mod kinds;
 mod latency;

@@ -169,6 +169,19 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
         a.round_trip_p50_ms / a.plain_p50_ms,
         a.round_trip_p99_ms / a.plain_p99_ms
     ));
+    for (e, add) in k.entries.iter().zip(&add.commands) {
+        out.push_str(&format!(
+            "\nEntries into a tournament (issue 39), {} clients, every entry a new player: \
+             {:.0} /s ({}; p50 {:.2} ms, p99 {:.2} ms), {:.2} of the `add` board's commands \
+             (target: at least 0.7).\n",
+            e.clients,
+            e.per_s,
+            spread(&e.rounds_per_s, 0),
+            e.p50_ms,
+            e.p99_ms,
+            e.per_s / add.per_s
+        ));
+    }
     out
 }
 
