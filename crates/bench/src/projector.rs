@@ -61,7 +61,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
 
     eprintln!("limit: pgbench claim-and-mark");
     let script = out.join("claim-and-mark.sql");
-    std::fs::write(&script, pgbench_script())?;
+    std::fs::write(&script, pgbench_script()?)?;
     let mut claim_and_mark = Vec::new();
     for clients in [1, 4] {
         reset_outbox(&client).await?;
@@ -159,18 +159,21 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
 /// The projector's own SQL, one batch per transaction: claim (rows go back to the client),
 /// then mark the same rows published (they are locked by this transaction, so the repeated
 /// claim finds exactly them), then commit.
-fn pgbench_script() -> String {
+fn pgbench_script() -> anyhow::Result<String> {
     let claim = outbox::CLAIM.sql().replace("$1", &BATCH.to_string());
     let claim = pgbench::strip_comments(&claim);
     // The same claim, returning only the ids: its select list is replaced, whatever it is.
-    let select = claim.find("SELECT ").expect("the claim is a SELECT");
-    let from = select + claim[select..].find("FROM ").expect("the claim has a FROM");
+    let select = claim.find("SELECT ").context("the claim is not a SELECT")?;
+    let from = select
+        + claim[select..]
+            .find("FROM ")
+            .context("the claim has no FROM")?;
     let ids = format!("{}SELECT id {}", &claim[..select], &claim[from..]);
     // Transactional mode: no lease owner ($2 is NULL).
     let publish = pgbench::strip_comments(outbox::PUBLISH.sql())
         .replace("$1::bigint[]", &format!("ARRAY({ids})"))
         .replace("$2::text", "NULL::text");
-    format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n")
+    Ok(format!("BEGIN;\n{claim};\n{publish};\nCOMMIT;\n"))
 }
 
 pub(crate) async fn reset_outbox(client: &tokio_postgres::Client) -> anyhow::Result<()> {

@@ -73,35 +73,31 @@ mod tests {
     use ledgerboard_core::auth::player::BoardPattern;
     use ledgerboard_core::model::UserId;
 
-    fn alice(exp: u64) -> Player {
-        Player {
-            user: UserId::parse("alice").expect("user"),
-            boards: vec![BoardPattern::parse("runs").expect("board")],
+    fn alice(exp: u64) -> Result<Player, String> {
+        Ok(Player {
+            user: UserId::parse("alice").map_err(|e| e.to_string())?,
+            boards: vec![BoardPattern::parse("runs").ok_or("a board pattern")?],
             kid: "k1".into(),
             exp,
-        }
+        })
     }
 
     #[test]
-    fn a_token_is_verified_once_while_valid_and_again_once_expired() {
+    fn a_token_is_verified_once_while_valid_and_again_once_expired() -> Result<(), String> {
         let verified = Verified::default();
         let calls = std::cell::Cell::new(0);
         let verify = |exp: u64| {
             calls.set(calls.get() + 1);
-            Ok::<_, ()>(alice(exp))
+            alice(exp)
         };
         let later = player::now_s() + 600;
         for _ in 0..3 {
-            let p = verified
-                .get_or_verify("token-a", || verify(later))
-                .expect("ok");
+            let p = verified.get_or_verify("token-a", || verify(later))?;
             assert_eq!(p.user.as_str(), "alice");
         }
         assert_eq!(calls.get(), 1, "kept after the first verification");
         // Another token (one byte apart) is verified on its own.
-        verified
-            .get_or_verify("token-b", || verify(later))
-            .expect("ok");
+        verified.get_or_verify("token-b", || verify(later))?;
         assert_eq!(calls.get(), 2);
         // A refusal is not kept.
         assert!(
@@ -116,10 +112,9 @@ mod tests {
         );
         // A kept token past its exp (and the skew) is verified again.
         let past = player::now_s() - CLOCK_SKEW_S - 1;
-        verified
-            .get_or_verify("token-d", || verify(past))
-            .expect("kept");
+        verified.get_or_verify("token-d", || verify(past))?;
         let again = verified.get_or_verify("token-d", || Err::<Player, &str>("expired"));
         assert_eq!(again.err(), Some("expired"));
+        Ok(())
     }
 }

@@ -125,14 +125,13 @@ mod tests {
 
     #[test]
     fn attempts_take_their_defaults_and_refuse_what_is_out_of_bounds() {
-        let rule = AttemptRule::from_json(&json!({"min_duration_ms": 5000})).expect("valid");
         assert_eq!(
-            rule,
-            Some(AttemptRule {
+            AttemptRule::from_json(&json!({"min_duration_ms": 5000})),
+            Ok(Some(AttemptRule {
                 min_duration_ms: 5000,
                 max_per_period: None,
                 ttl_s: 3600
-            })
+            }))
         );
         assert_eq!(AttemptRule::from_json(&json!(null)), Ok(None));
         for bad in [
@@ -151,22 +150,18 @@ mod tests {
     }
 
     #[test]
-    fn review_rules_fit_the_boards_columns() {
-        let rules = ReviewRules::from_json(&json!({"ceiling": [100, null], "max_jump": 50}))
-            .expect("valid")
-            .expect("some");
+    fn review_rules_fit_the_boards_columns() -> Result<(), DefinitionError> {
+        let rules = ReviewRules::from_json(&json!({"ceiling": [100, null], "max_jump": 50}))?
+            .ok_or(DefinitionError::Review)?;
         assert_eq!(rules.check(2), Ok(()));
         assert_eq!(rules.check(1), Err(DefinitionError::Review));
         assert_eq!(
             ReviewRules::from_json(&json!({"ceiling": [null]})),
             Ok(None)
         );
-        assert_eq!(
-            ReviewRules::from_json(&json!({"max_jump": 0}))
-                .expect("parsed")
-                .expect("some")
-                .check(1),
-            Err(DefinitionError::Review)
-        );
+        // A jump of 0 parses, and is refused by the check.
+        let zero = ReviewRules::from_json(&json!({"max_jump": 0}))?;
+        assert_eq!(zero.map(|r| r.check(1)), Some(Err(DefinitionError::Review)));
+        Ok(())
     }
 }
