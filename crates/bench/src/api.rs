@@ -71,18 +71,23 @@ impl Stack {
     }
 
     pub async fn declare(&self, board: &str, definition: &str) -> anyhow::Result<()> {
+        self.put(&format!("/v1/boards/{board}"), definition).await
+    }
+
+    /// `PUT path` with `body` as the admin token, which must answer 201 (a new declaration).
+    pub async fn put(&self, path: &str, body: &str) -> anyhow::Result<()> {
         let mut conn = crate::load::Connection::open(self.addr).await?;
         let answer = conn
             .send(&crate::load::request(
                 "PUT",
-                &format!("/v1/boards/{board}"),
+                path,
                 Some(ledgerboard_testkit::TEST_TOKEN),
-                Some(definition),
+                Some(body),
             ))
             .await?;
         anyhow::ensure!(
             answer.status == 201,
-            "declaring {board}: {}: {}",
+            "PUT {path}: {}: {}",
             answer.status,
             String::from_utf8_lossy(&answer.body)
         );

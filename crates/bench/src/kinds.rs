@@ -182,7 +182,7 @@ pub struct KindsFigures {
     pub attempts: crate::attempts::AttemptFigures,
     /// Entries into a tournament at each client count (issue 39), beside the `add` board's
     /// commands.
-    pub entries: Vec<crate::competitions::EntryFigures>,
+    pub entries: Vec<Throughput>,
 }
 
 const LOAD_PERCENT: u32 = 50;
@@ -271,7 +271,11 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
         visible_rate_per_s: rate,
         kinds,
         attempts: crate::attempts::attempt_round_trip(quick).await?,
-        entries: crate::competitions::entries(clients_levels, seconds, rounds).await?,
+        entries: crate::competitions::entries(clients_levels, seconds, rounds)
+            .await?
+            .into_iter()
+            .map(|(clients, runs)| throughput(clients, runs))
+            .collect(),
     })
 }
 

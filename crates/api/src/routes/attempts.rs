@@ -84,11 +84,7 @@ pub async fn post_attempt(
     let user = identity.acting_user(raw.user_id)?;
     // The write policy judges an attempt as it judges the score it leads to.
     let definition = state.definitions.get(&state.db, &board).await?;
-    if identity.writer() == ledgerboard_core::board::Writer::Player
-        && definition.write_policy != ledgerboard_core::board::definition::WritePolicy::Player
-    {
-        return Err(ledgerboard_core::board::SubmitError::ServerOnly(board).into());
-    }
+    ledgerboard_core::board::check_write_policy(&definition, identity.writer())?;
     let attempt = guard::start(&state.definitions, &state.db, &board, &user, &request).await?;
     let status = if attempt.duplicate {
         StatusCode::OK

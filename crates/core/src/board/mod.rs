@@ -29,4 +29,4 @@ pub use apply::apply_score_command;
 pub use command::{Fields, ScoreCommand, Writer, command};
 pub use link::{Refused, apply_set, fed_event};
 pub use operator::{Operator, Tally, Value, Values};
-pub use submit::{SubmitError, submit};
+pub use submit::{SubmitError, check_write_policy, submit};

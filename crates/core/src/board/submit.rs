@@ -38,6 +38,12 @@ pub enum SubmitError {
     Competition(String),
 }
 
+impl From<tokio_postgres::Error> for SubmitError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
 impl From<Refused> for SubmitError {
     fn from(r: Refused) -> Self {
         // Only the board the command was sent to carries its attempt.
@@ -120,6 +126,15 @@ async fn run(
     }
 }
 
+/// Whether the board of `definition` takes what `writer` sends (a score, or what leads to one:
+/// an attempt's start): a player only where the write policy is `player`.
+pub fn check_write_policy(definition: &BoardDefinition, writer: Writer) -> Result<(), SubmitError> {
+    if writer == Writer::Player && definition.write_policy != WritePolicy::Player {
+        return Err(SubmitError::ServerOnly(definition.board.clone()));
+    }
+    Ok(())
+}
+
 /// The command for `board` and each board its definition feeds, in the definition's order,
 /// each validated against its own board's definition.
 async fn validated(
@@ -132,9 +147,7 @@ async fn validated(
     // The board the command is sent to decides; the boards it feeds were linked to it by an
     // admin. A policy changed since this definition was cached changed its revision, so the
     // statement refuses to run under it and the command is judged here again.
-    if fields.writer == Writer::Player && definition.write_policy != WritePolicy::Player {
-        return Err(SubmitError::ServerOnly(board.clone()));
-    }
+    check_write_policy(&definition, fields.writer)?;
     let first = fields.validate(&definition)?;
     let mut set = Vec::with_capacity(1 + definition.feeds.len());
     for fed in &definition.feeds {

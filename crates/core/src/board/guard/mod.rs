@@ -118,20 +118,13 @@ async fn once(
     let board = cmd.board.as_str();
     let mut client = db.client().await?;
     // Dropped without commit (every early return), the transaction rolls back.
-    let tx = client.transaction().await.map_err(StoreError::from)?;
+    let tx = client.transaction().await?;
     let stmts = db.statements();
-    let sql = |e: tokio_postgres::Error| SubmitError::Store(e.into());
     stmts
         .query(&tx, &review::LOCK, [&event.to_string()])
-        .await
-        .map_err(sql)?;
+        .await?;
     let stored = review::stored_fields(fields);
-    if let Some(row) = stmts
-        .query(&tx, &review::HELD, [&event])
-        .await
-        .map_err(sql)?
-        .first()
-    {
+    if let Some(row) = stmts.query(&tx, &review::HELD, [&event]).await?.first() {
         return repeat_of_held(cmd, &stored, row).map(Some);
     }
     let mut used_now = false;
@@ -139,20 +132,14 @@ async fn once(
     if let Some(attempt) = &guard.attempt {
         let row = stmts
             .query_one(&tx, &attempt::USE, [attempt, &event, &user, &board])
-            .await
-            .map_err(sql)?;
-        let verdict: String = row.try_get("verdict").map_err(sql)?;
-        let wait_ms: i64 = row
-            .try_get::<_, Option<i64>>("wait_ms")
-            .map_err(sql)?
-            .unwrap_or(0);
+            .await?;
+        let verdict: String = row.try_get("verdict")?;
+        let wait_ms: i64 = row.try_get::<_, Option<i64>>("wait_ms")?.unwrap_or(0);
         if let Some(refusal) = AttemptRefusal::of_verdict(&verdict, wait_ms) {
             return Err(SubmitError::Attempt(refusal));
         }
         used_now = verdict == "use";
-        attempt_period = row
-            .try_get::<_, Option<String>>("period_board")
-            .map_err(sql)?;
+        attempt_period = row.try_get::<_, Option<String>>("period_board")?;
     }
     if let Some(rules) = guard.review {
         let row = stmts
@@ -161,27 +148,22 @@ async fn once(
                 &review::JUDGE,
                 [&board, &user, &event, &rules.max_per_minute.is_some()],
             )
-            .await
-            .map_err(sql)?;
-        let repeat: bool = row.try_get("repeat").map_err(sql)?;
-        let period_board: Option<String> = row.try_get("period_board").map_err(sql)?;
+            .await?;
+        let repeat: bool = row.try_get("repeat")?;
+        let period_board: Option<String> = row.try_get("period_board")?;
         if let (false, Some(period_board)) = (repeat, period_board) {
-            let standing = match row.try_get::<_, Option<i64>>("score").map_err(sql)? {
+            let standing = match row.try_get::<_, Option<i64>>("score")? {
                 None => None,
                 Some(score) => Some(Tally {
                     score,
                     rest: [
-                        row.try_get::<_, Option<i64>>("col2")
-                            .map_err(sql)?
-                            .unwrap_or(0),
-                        row.try_get::<_, Option<i64>>("col3")
-                            .map_err(sql)?
-                            .unwrap_or(0),
+                        row.try_get::<_, Option<i64>>("col2")?.unwrap_or(0),
+                        row.try_get::<_, Option<i64>>("col3")?.unwrap_or(0),
                     ],
-                    version: row.try_get("version").map_err(sql)?,
+                    version: row.try_get("version")?,
                 }),
             };
-            let this_minute: Option<i32> = row.try_get("this_minute").map_err(sql)?;
+            let this_minute: Option<i32> = row.try_get("this_minute")?;
             let (next, broken) = review::judge(rules, definition, cmd, standing, this_minute);
             if let Some(broken) = broken {
                 if attempt_period.as_ref().is_some_and(|p| *p != period_board) {
@@ -207,15 +189,14 @@ async fn once(
                             &cmd.revision,
                         ],
                     )
-                    .await
-                    .map_err(sql)?;
-                if !row.try_get::<_, bool>("current").map_err(sql)? {
+                    .await?;
+                if !row.try_get::<_, bool>("current")? {
                     return Err(StoreError::DefinitionChanged.into());
                 }
-                if !row.try_get::<_, bool>("held").map_err(sql)? {
+                if !row.try_get::<_, bool>("held")? {
                     return Ok(None);
                 }
-                commit(tx).await.map_err(sql)?;
+                commit(tx).await?;
                 tracing::info!(board, user, event = %event, rule = broken.rule, "score held for review");
                 return Ok(Some(told.outcome(cmd, false)));
             }
@@ -231,8 +212,7 @@ async fn once(
         rows.push(
             stmts
                 .query_one(&tx, set[i].operator.statement(), b.params())
-                .await
-                .map_err(sql)?,
+                .await?,
         );
     }
     match judge_rows(set, order.iter().copied().zip(&rows)) {
@@ -246,7 +226,7 @@ async fn once(
             {
                 return Err(SubmitError::Attempt(AttemptRefusal::Expired));
             }
-            commit(tx).await.map_err(sql)?;
+            commit(tx).await?;
             if !outcome.duplicate {
                 db.wake_projectors();
             }
