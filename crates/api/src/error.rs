@@ -361,11 +361,14 @@ impl From<CompetitionError> for ApiError {
         }
         let status = match &e {
             CompetitionError::Store(_) | CompetitionError::Unknown => StatusCode::NOT_FOUND,
+            CompetitionError::UnknownRun => StatusCode::NOT_FOUND,
             CompetitionError::NotStarted
             | CompetitionError::Ended
             | CompetitionError::Full
+            | CompetitionError::Closing
+            | CompetitionError::Started
             | CompetitionError::BelowEntrants(_) => StatusCode::CONFLICT,
-            CompetitionError::Invalid(..) | CompetitionError::NotABoard(_) => {
+            CompetitionError::Invalid(..) | CompetitionError::NotABoard(..) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
         };

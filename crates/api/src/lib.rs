@@ -57,6 +57,10 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/competitions/{id}/results",
             get(routes::competitions::results),
         )
+        .route(
+            "/v1/competitions/{id}/players/{user_id}",
+            get(routes::competition_runs::player),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_read,
@@ -84,6 +88,15 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .route(
             "/v1/competitions/{id}/entries",
             post(routes::competitions::post_entry),
+        )
+        // Admin only (checked in the handlers): a close writes, a verification reads every run.
+        .route(
+            "/v1/competitions/{id}/runs/{run}/close",
+            post(routes::competition_runs::close),
+        )
+        .route(
+            "/v1/competitions/{id}/verification",
+            get(routes::competition_runs::verification),
         )
         // Moderate scope (checked in the handlers).
         .route("/v1/reviews", get(routes::reviews::list))

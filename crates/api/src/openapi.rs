@@ -5,7 +5,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    attempts, boards, commands, competitions, moderation, periods, reads, reviews,
+    attempts, boards, commands, competition_runs, competitions, moderation, periods, reads, reviews,
 };
 
 #[derive(OpenApi)]
@@ -35,7 +35,10 @@ use crate::routes::{
         competitions::list,
         competitions::get_competition,
         competitions::post_entry,
-        competitions::results
+        competitions::results,
+        competition_runs::close,
+        competition_runs::verification,
+        competition_runs::player
     ),
     modifiers(&BearerAuth),
     tags(
@@ -43,7 +46,7 @@ use crate::routes::{
         (name = "reads", description = "leaderboard reads with their freshness"),
         (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
         (name = "periods", description = "closed periods' frozen standings, from PostgreSQL only (payouts)"),
-        (name = "competitions", description = "tournaments over a board: a window, entries, a cap, prizes"),
+        (name = "competitions", description = "tournaments, cohorts and leagues over a board that resets: runs, entries, caps, prizes, closes chained by digest"),
         (name = "moderation", description = "idempotent, audited removals, bans and erasures; the review queue of held scores (moderate scope)")
     )
 )]

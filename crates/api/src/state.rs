@@ -4,6 +4,7 @@ use axum::extract::FromRef;
 use ledgerboard_core::board::definition::Definitions;
 use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::board::periods::PeriodCache;
+use ledgerboard_core::competition::EntryGroups;
 use ledgerboard_core::config::{self, DatabaseSettings, Holds};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::projection::Store;
@@ -33,6 +34,10 @@ pub struct Shared {
     pub db: Database,
     /// Score commands on their way to `db`, committed in groups (`api.command_group_*`).
     pub commands: CommandGroups,
+    /// Competition entries on their way to `db`, committed in groups as commands are (one
+    /// worker: a run's entries take its row lock one after the other anyway; groups of at most
+    /// `api.command_group_max`).
+    pub entries: EntryGroups,
     /// Reads from PostgreSQL (strong reads, fallbacks) and the lag measurement, in a pool of
     /// their own (`api.read_pool_max_size`).
     pub read_db: Database,
@@ -97,9 +102,11 @@ impl AppState {
             );
         }
         let commands = CommandGroups::start(db.clone(), workers, api.command_group_max.get());
+        let entries = EntryGroups::start(db.clone(), 1, api.command_group_max.get());
         Self(Arc::new(Shared {
             db,
             commands,
+            entries,
             read_db,
             store,
             freshness: Arc::new(FreshnessCache::new(api.freshness_cache())),

@@ -1,12 +1,13 @@
-//! `lbctl competition create|list|show`: tournaments over a declared board (core's
-//! `competition/`, as `PUT /v1/competitions/{id}` and `GET /v1/competitions` do).
+//! `lbctl competition create|list|show|close|verify`: tournaments, cohorts and leagues over a
+//! declared board that resets (core's `competition/`, as `PUT /v1/competitions/{id}`, `GET
+//! /v1/competitions`, `POST …/runs/{run}/close` and `GET …/verification` do).
 
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::board::definition::Definitions;
-use ledgerboard_core::competition::{self, Competition, Declaration, Prize, State};
+use ledgerboard_core::competition::{self, CloseOutcome, Competition, Declaration, Prize, State};
 use ledgerboard_core::config::Settings;
 use ledgerboard_core::model::BoardId;
 
@@ -14,19 +15,34 @@ use crate::common;
 
 #[derive(Subcommand)]
 pub enum CompetitionCommand {
-    /// Declare a competition over a declared board that never resets (or change it).
+    /// Declare a competition over a declared board that resets (or change it): a one-off with
+    /// --ends-at (its board reset manual), or recurring without (each period of its board a run).
     Create {
         /// The competition's id: its board's.
         #[arg(long)]
         id: String,
-        /// When scores start and stop being taken (RFC 3339: 2026-12-07T18:00:00Z).
+        /// When scores start and stop being taken (RFC 3339, whole seconds:
+        /// 2026-12-07T18:00:00Z; without --starts-at, from the next second).
         #[arg(long)]
-        starts_at: String,
+        starts_at: Option<String>,
         #[arg(long)]
-        ends_at: String,
-        /// The most entrants (default: no cap).
+        ends_at: Option<String>,
+        /// A recurring competition's runs take scores this many seconds from their start.
+        #[arg(long)]
+        duration_s: Option<i32>,
+        /// The most entrants of a run (default: no cap).
         #[arg(long)]
         max_size: Option<i32>,
+        /// The most entrants of a cohort: each entrant ranks in a cohort of its run.
+        #[arg(long)]
+        cohort_size: Option<i32>,
+        /// Cohorts by rating: an entry joins the open cohort nearest its rating within this.
+        #[arg(long)]
+        rating_band: Option<i64>,
+        /// A league's tiers, lowest first, as JSON:
+        /// '[{"name":"bronze","promote":5},{"name":"silver","promote":5,"relegate":5}]'.
+        #[arg(long)]
+        tiers: Option<String>,
         /// Take scores from players who have not entered too.
         #[arg(long)]
         open_entry: bool,
@@ -59,6 +75,26 @@ pub enum CompetitionCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Close an ended run now (the reconciler closes them after its passes): its cohorts'
+    /// standings, prizes and moves frozen under one digest chained to the run before.
+    Close {
+        #[arg(long)]
+        id: String,
+        /// The run's period id (YYYYMMDDTHHMMSSZ).
+        #[arg(long)]
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every closed run, oldest first: digests, the chain, moves, each cohort's
+    /// standings against the events. Exits 0 when the history holds (with or without explained
+    /// changes), 1 when it does not.
+    Verify {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(settings: &Settings, command: CompetitionCommand) -> anyhow::Result<()> {
@@ -68,7 +104,11 @@ pub async fn run(settings: &Settings, command: CompetitionCommand) -> anyhow::Re
             id,
             starts_at,
             ends_at,
+            duration_s,
             max_size,
+            cohort_size,
+            rating_band,
+            tiers,
             open_entry,
             category,
             prizes,
@@ -87,12 +127,22 @@ pub async fn run(settings: &Settings, command: CompetitionCommand) -> anyhow::Re
                 .map(serde_json::from_str)
                 .transpose()
                 .context("--metadata: a JSON object")?;
+            let tiers = tiers
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()
+                .context("--tiers: [{\"name\", \"promote\"?, \"relegate\"?, \"prizes\"?}, …]")?
+                .unwrap_or_default();
             let declaration = Declaration {
                 category,
                 starts_at,
                 ends_at,
+                duration_s,
                 entry_required: Some(!open_entry),
                 max_size,
+                cohort_size,
+                rating_band,
+                tiers,
                 metadata,
                 prizes,
             };
@@ -139,20 +189,90 @@ pub async fn run(settings: &Settings, command: CompetitionCommand) -> anyhow::Re
                 println!("{}", line(&c));
             }
         }
+        CompetitionCommand::Close { id, run, json } => {
+            let id = BoardId::parse(&id).context("--id")?;
+            let (outcome, closed) = match competition::close(&db, &id, &run)
+                .await
+                .with_context(|| format!("competition {id}, run {run}"))?
+            {
+                CloseOutcome::Closed(c) => ("closed", Some(c)),
+                CloseOutcome::AlreadyClosed(c) => ("already closed", Some(c)),
+                CloseOutcome::NotEnded => ("not ended", None),
+                CloseOutcome::Pending => {
+                    ("pending: rows of the run still on their way to Redis", None)
+                }
+                CloseOutcome::Waiting => ("waiting: an earlier run closes first", None),
+            };
+            if json {
+                println!("{}", serde_json::json!({"outcome": outcome, "run": closed}));
+            } else {
+                match closed {
+                    Some(c) => println!(
+                        "{outcome}\t{id}\trun {}\tboards {}\tentries {}\tmoves {}\tdigest {}",
+                        c.run, c.boards, c.entries, c.moves, c.digest
+                    ),
+                    None => println!("{outcome}\t{id}\trun {run}"),
+                }
+            }
+        }
+        CompetitionCommand::Verify { id, json } => {
+            let id = BoardId::parse(&id).context("--id")?;
+            competition::get(&db, &id)
+                .await?
+                .with_context(|| format!("no competition {id}"))?;
+            let v = competition::verify(&db, &id).await?;
+            if json {
+                println!("{}", serde_json::to_string(&v)?);
+            } else {
+                for r in &v.runs {
+                    println!(
+                        "{}\t{}\tboards {} ({} hold, {} explained, {} broken)\tmoves {}",
+                        r.run,
+                        r.outcome.words(),
+                        r.boards,
+                        r.boards_hold,
+                        r.boards_explained,
+                        r.boards_broken,
+                        r.moves
+                    );
+                    for p in &r.problems {
+                        println!("\t{p}");
+                    }
+                }
+                println!("{id}\t{}\truns {}", v.outcome.words(), v.runs.len());
+            }
+            if !v.outcome.holds() {
+                std::process::exit(1);
+            }
+        }
     }
     Ok(())
 }
 
-/// A competition on one line: id, state, window, entrants (of the cap), category.
+/// A competition on one line: id, state, window (or recurring), run now, entrants (of the
+/// cap), cohorts, tiers, category.
 fn line(c: &Competition) -> String {
     let cap = c.max_size.map(|m| format!("/{m}")).unwrap_or_default();
     let entry = if c.entry_required { "" } else { "\topen entry" };
+    let window = match (&c.starts_at, &c.ends_at) {
+        (Some(from), Some(to)) => format!("{from} .. {to}"),
+        _ => "recurring".to_owned(),
+    };
+    let cohorts = c
+        .cohort_size
+        .map(|n| format!("\tcohorts {} of <={n}", c.cohorts))
+        .unwrap_or_default();
+    let tiers = if c.tiers.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = c.tiers.iter().map(|t| t.name.as_str()).collect();
+        format!("\ttiers {}", names.join(","))
+    };
     format!(
-        "{}\t{}\t{} .. {}\tentrants {}{cap}{entry}\tcategory={:?}\tprizes {}",
+        "{}\t{}\t{window}\trun {}\tentrants {}{cap}{cohorts}{tiers}{entry}\tcategory={:?}\tprizes {}",
         c.id,
         c.state,
-        c.starts_at,
-        c.ends_at,
+        c.run.as_deref().unwrap_or("-"),
         c.entrants,
         c.category,
         c.prizes.len()

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ledgerboard_core::board::guard::{attempt, review};
 use ledgerboard_core::board::periods as core_periods;
+use ledgerboard_core::competition;
 use ledgerboard_core::config::{self, Holds};
 use ledgerboard_core::db::{Database, history};
 use ledgerboard_core::model::BoardId;
@@ -83,6 +84,10 @@ impl Reconciler {
         if !options.dry_run && options.board.is_none() {
             if let Err(e) = periods::close_due(&self.db).await {
                 tracing::warn!(error = %e, "the periods due for a close could not be listed");
+            }
+            // Competitions' runs close after their periods: a run's boards are its cohorts.
+            if let Err(e) = competition::close_due(&self.db).await {
+                tracing::warn!(error = %e, "the competition runs due for a close could not be listed");
             }
             if let Err(e) = core_periods::extend_schedules(&self.db).await {
                 tracing::warn!(error = %e, "the cron schedules running short could not be listed");

@@ -84,7 +84,7 @@ pub async fn boards(
             .map_err(unanswered::page_in_postgres)?;
     let mut targets = Vec::with_capacity(defs.len());
     for def in &defs {
-        targets.push(period_board(&state, def.board.clone(), None).await?);
+        targets.push(period_board(&state, def.board.clone(), None, None).await?);
     }
     let names: Vec<&str> = targets.iter().map(|t| t.board.as_str()).collect();
     let last = last_passes(&state, &names).await;
@@ -170,7 +170,7 @@ pub async fn board(
         .get(&state.read_db, &board)
         .await
         .map_err(unanswered::page_in_postgres)?;
-    let target = period_board(&state, board.clone(), None).await?;
+    let target = period_board(&state, board.clone(), None, None).await?;
     let order = def.order();
     let t = &target.board;
 
@@ -267,7 +267,7 @@ pub async fn board_freshness(
     ConsolePath(board): ConsolePath<String>,
 ) -> Result<Response, ConsoleError> {
     let board = BoardId::parse(&board).map_err(ApiError::from)?;
-    let target = period_board(&state, board, None).await?;
+    let target = period_board(&state, board, None, None).await?;
     let f = freshness(&state, &target).await;
     Ok(Json(serde_json::json!({
         "lag": f.lag_ms,

@@ -13,7 +13,7 @@ use super::pages::{Notice, chrome, utc};
 use super::session::Session;
 use super::unanswered;
 use super::views::{
-    AuditRow, CompetitionView, CompetitionsPage, ModerationPage, ParkedPage, ParkedView,
+    AuditRow, CompetitionView, CompetitionsPage, ModerationPage, ParkedPage, ParkedView, RunView,
 };
 use super::{ConsoleError, render};
 use crate::state::AppState;
@@ -80,8 +80,12 @@ pub async fn moderation(
     }))
 }
 
-/// The competitions (the first page of 200, in id order), each with its window, state,
-/// entrants of its cap and prize table.
+/// Closed runs the competitions page lists, newest first.
+const RUNS_SHOWN: i64 = 100;
+
+/// The competitions (the first page of 200, in id order), each with its window, state, run
+/// now, entrants of its cap, cohorts and prize table; then the last closed runs, each with its
+/// boards, entries, moves, prize ranges and digests.
 pub async fn competitions(
     State(state): State<AppState>,
     session: Session,
@@ -113,11 +117,54 @@ pub async fn competitions(
             id: c.id,
             category: c.category,
             state: c.state,
-            window: format!("{} to {}", c.starts_at, c.ends_at),
+            window: match (&c.starts_at, &c.ends_at) {
+                (Some(from), Some(to)) => format!("{from} to {to}"),
+                _ => match c.duration_s {
+                    Some(d) => format!("each period of its board, {d} s from its start"),
+                    None => "each period of its board".to_owned(),
+                },
+            },
+            run: c.run.clone().unwrap_or_default(),
+            cohorts: match c.cohort_size {
+                None => "none".to_owned(),
+                Some(n) => {
+                    let tiers: Vec<&str> = c.tiers.iter().map(|t| t.name.as_str()).collect();
+                    let mut text = format!("{} of at most {n}", c.cohorts);
+                    if let Some(band) = c.rating_band {
+                        text.push_str(&format!(", rating band {band}"));
+                    }
+                    if !tiers.is_empty() {
+                        text.push_str(&format!("; tiers {}", tiers.join(", ")));
+                    }
+                    text
+                }
+            },
+        })
+        .collect();
+    // The digests shortened to what a person compares by eye; verify checks them whole.
+    let short = |d: &str| {
+        d.get(..16)
+            .map_or_else(|| d.to_owned(), |d| format!("{d}…"))
+    };
+    let runs = competition::recent_runs(&state.read_db, RUNS_SHOWN)
+        .await
+        .map_err(unanswered::page_in_postgres)?
+        .into_iter()
+        .map(|r| RunView {
+            competition: r.competition,
+            closed_at: r.closed.closed_at,
+            boards: r.closed.boards,
+            entries: r.closed.entries,
+            moves: r.closed.moves,
+            prize_ranges: r.prize_ranges,
+            digest: short(&r.closed.digest),
+            previous: r.closed.previous.as_deref().map(short).unwrap_or_default(),
+            run: r.closed.run,
         })
         .collect();
     Ok(render(&CompetitionsPage {
         chrome: chrome(&session, "competitions", q.notice),
         rows,
+        runs,
     }))
 }

@@ -239,9 +239,25 @@ pub struct CompetitionView {
     pub category: String,
     pub state: String,
     pub window: String,
+    /// The run entries go to now, its cohorts (and their size) and the league's tiers.
+    pub run: String,
+    pub cohorts: String,
     pub entrants: String,
     pub entry: String,
     pub prizes: String,
+}
+
+/// A closed run as the console lists it.
+pub struct RunView {
+    pub competition: String,
+    pub run: String,
+    pub closed_at: String,
+    pub boards: i32,
+    pub entries: i64,
+    pub moves: i64,
+    pub prize_ranges: i32,
+    pub digest: String,
+    pub previous: String,
 }
 
 #[derive(Template)]
@@ -249,4 +265,5 @@ pub struct CompetitionView {
 pub struct CompetitionsPage {
     pub chrome: Chrome,
     pub rows: Vec<CompetitionView>,
+    pub runs: Vec<RunView>,
 }

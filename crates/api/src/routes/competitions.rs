@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use ledgerboard_core::competition::{self, Competition, Declaration, Entry, Prize};
 use ledgerboard_core::model::BoardId;
+use ledgerboard_core::projection::generation;
 use serde::{Deserialize, Serialize};
 
 use super::path_error;
@@ -21,29 +22,50 @@ use crate::state::AppState;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompetitionBody {
-    /// When scores start and stop being taken: RFC 3339 times, `ends_at` after `starts_at`.
+    /// A one-off competition's window, RFC 3339 times in whole seconds: scores and entries are
+    /// taken from `starts_at` (absent: the next whole second; it must be ahead) until `ends_at`,
+    /// on a board declared with `reset: manual`. Neither: a recurring competition, whose runs
+    /// are its board's periods (a board with a schedule).
     #[schema(example = "2026-12-07T18:00:00Z")]
-    starts_at: String,
+    starts_at: Option<String>,
     #[schema(example = "2026-12-07T20:00:00Z")]
-    ends_at: String,
-    /// Whether a score needs an entry (default true).
+    ends_at: Option<String>,
+    /// A recurring competition's runs take scores and entries for this many seconds from their
+    /// start (absent: the whole period).
+    #[schema(minimum = 1)]
+    duration_s: Option<i32>,
+    /// Whether a score needs an entry (default true; cohorts need it).
     entry_required: Option<bool>,
-    /// The most entrants (absent: no cap).
+    /// The most entrants of one run (absent: no cap).
     #[schema(minimum = 1)]
     max_size: Option<i32>,
+    /// The most entrants of one cohort: each entrant ranks in a cohort of its run (absent: no
+    /// cohorts, the run is one board).
+    #[schema(minimum = 2, maximum = 10000)]
+    cohort_size: Option<i32>,
+    /// With `cohort_size`: an entry with a `rating` joins the open cohort whose first entrant's
+    /// rating is nearest its own within this band, else opens a new one.
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    rating_band: Option<i64>,
+    /// A league's tiers, lowest first (needs `cohort_size`): at each run's close the first
+    /// `promote` of every cohort move up a tier, the last `relegate` down.
+    #[schema(max_items = 10)]
+    tiers: Option<Vec<competition::Tier>>,
     /// Up to 64 characters, for listing (`GET /v1/competitions?category=`).
     #[schema(max_length = 64)]
     category: Option<String>,
     /// A JSON object of at most 4096 bytes, given back as it is.
     #[schema(value_type = Option<Object>)]
     metadata: Option<serde_json::Value>,
-    /// Rank ranges and what they earn, ascending and not overlapping.
+    /// Rank ranges and what they earn, ascending and not overlapping (a tier's own table
+    /// replaces it for that tier's cohorts).
     #[schema(max_items = 100)]
     prizes: Option<Vec<Prize>>,
 }
 
-/// Declares the competition `{id}` over the board of that id (declared, never resetting), or
-/// changes it.
+/// Declares the competition `{id}` over the board of that id (declared with a reset: `manual`
+/// for a one-off window, a schedule for recurring runs), or changes it (its window, duration,
+/// cohorts, rating band and tiers only before it has entrants).
 #[utoipa::path(
     put,
     path = "/v1/competitions/{id}",
@@ -55,8 +77,8 @@ pub struct CompetitionBody {
         (status = 400, description = "malformed body or path", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
-        (status = 409, description = "`competition_below_entrants`: max_size under the entrants it has", body = ErrorBody),
-        (status = 422, description = "`invalid_window`, `invalid_max_size`, `invalid_category`, `invalid_metadata`, `invalid_prizes`, `competition_board` (not a declared board that never resets), `invalid_board_id`", body = ErrorBody),
+        (status = 409, description = "`competition_below_entrants`: max_size under the entrants it has; `competition_started`: a change of what its entrants entered", body = ErrorBody),
+        (status = 422, description = "`invalid_window`, `invalid_duration`, `invalid_max_size`, `invalid_cohort_size`, `invalid_rating_band`, `invalid_tiers`, `invalid_category`, `invalid_metadata`, `invalid_prizes`, `competition_board` (the board cannot hold it: undeclared, never resets, or its reset does not fit), `invalid_board_id`", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "competitions",
@@ -74,15 +96,19 @@ pub async fn put_competition(
     let body = body?;
     let raw: CompetitionBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::MalformedBody(format!(
-            "expected {{\"starts_at\", \"ends_at\", \"entry_required\"?, \"max_size\"?, \"category\"?, \"metadata\"?, \"prizes\"?}}: {e}"
+            "expected {{\"starts_at\"?, \"ends_at\"?, \"duration_s\"?, \"entry_required\"?, \"max_size\"?, \"cohort_size\"?, \"rating_band\"?, \"tiers\"?, \"category\"?, \"metadata\"?, \"prizes\"?}}: {e}"
         ))
     })?;
     let declaration = Declaration {
         category: raw.category,
         starts_at: raw.starts_at,
         ends_at: raw.ends_at,
+        duration_s: raw.duration_s,
         entry_required: raw.entry_required,
         max_size: raw.max_size,
+        cohort_size: raw.cohort_size,
+        rating_band: raw.rating_band,
+        tiers: raw.tiers.unwrap_or_default(),
         metadata: raw.metadata,
         prizes: raw.prizes.unwrap_or_default(),
     };
@@ -223,10 +249,16 @@ pub struct EntryBody {
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
     )]
     user_id: Option<String>,
+    /// The player's rating, when the competition places cohorts by rating (`rating_band`).
+    #[schema(minimum = -9007199254740991_i64, maximum = 9007199254740991_i64)]
+    rating: Option<i64>,
 }
 
-/// Enters a player: once (again: the same entry), inside the window, never past `max_size`
-/// (decided in one statement under concurrent entries).
+/// Enters a player into the run open now: once per run (again: the same entry), inside the
+/// window, never past `max_size`; with cohorts, into a cohort of the player's tier, never past
+/// `cohort_size` (all decided in one call under the run's lock, whatever the concurrency). A
+/// cohort's first entry seals its new board's projection empty, so its reads come from Redis
+/// at once.
 #[utoipa::path(
     post,
     path = "/v1/competitions/{id}/entries",
@@ -239,8 +271,8 @@ pub struct EntryBody {
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "`forbidden`, `player_board`, `player_user`", body = ErrorBody),
         (status = 404, description = "`competition_unknown`", body = ErrorBody),
-        (status = 409, description = "`competition_not_started`, `competition_ended`, `competition_full`", body = ErrorBody),
-        (status = 422, description = "`invalid_user_id`, `invalid_board_id`", body = ErrorBody),
+        (status = 409, description = "`competition_not_started`, `competition_ended`, `competition_full`, `competition_closing` (a league's previous run is still closing: try again)", body = ErrorBody),
+        (status = 422, description = "`invalid_user_id`, `invalid_board_id`, `invalid_rating`", body = ErrorBody),
         (status = 429, description = "past a rate limit; see Retry-After", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
@@ -258,10 +290,25 @@ pub async fn post_entry(
     identity.require_write(&id)?;
     let body = body?;
     let raw: EntryBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!("expected {{\"user_id\"?: \"<string>\"}}: {e}"))
+        ApiError::MalformedBody(format!(
+            "expected {{\"user_id\"?: \"<string>\", \"rating\"?: <integer>}}: {e}"
+        ))
     })?;
     let user = identity.acting_user(raw.user_id)?;
-    let entry = competition::enter(&state.db, &id, &user).await?;
+    let enter = || state.entries.enter(id.clone(), user.clone(), raw.rating);
+    let entered = match enter().await {
+        // A league's next run waits for the previous run's close, which this entry makes
+        // rather than wait for the reconciler's next pass.
+        Err(competition::CompetitionError::Closing) => {
+            competition::close_ended(&state.db, &id).await?;
+            enter().await?
+        }
+        other => other?,
+    };
+    if let Some(board) = &entered.new_cohort {
+        seal_cohort(&state, &id, board).await;
+    }
+    let entry = entered.entry;
     let status = if entry.duplicate {
         StatusCode::OK
     } else {
@@ -270,10 +317,37 @@ pub async fn post_entry(
     Ok((status, Json(entry)))
 }
 
+/// Seals a new cohort's empty projection (`projection::generation::seal_new`). A failure only
+/// costs its first reads a rebuild: logged, never the entry's answer.
+async fn seal_cohort(state: &AppState, id: &BoardId, board: &BoardId) {
+    let order = match state.definitions.get(&state.db, id).await {
+        Ok(definition) => definition.order(),
+        Err(e) => {
+            tracing::warn!(%board, error = %e, "new cohort not sealed: its definition did not answer");
+            return;
+        }
+    };
+    match generation::seal_new(&state.store, board, order).await {
+        Ok(true) => tracing::debug!(%board, "new cohort sealed"),
+        Ok(false) => {
+            tracing::info!(%board, "new cohort not sealed: its keys exist (a rebuild seals it)")
+        }
+        Err(e) => {
+            tracing::warn!(%board, error = %e, "new cohort not sealed; its first reads ask for a rebuild")
+        }
+    }
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ResultsQuery {
+    /// The run (a period id; default: the run now, or a one-off competition's only run).
+    #[param(max_length = 16, pattern = "^[0-9]{8}T[0-9]{6}Z$")]
+    run: Option<String>,
+    /// The cohort (with cohorts, results are per cohort).
+    #[param(minimum = 1, maximum = 999_999)]
+    cohort: Option<u32>,
     /// 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
@@ -286,8 +360,9 @@ pub struct ResultsQuery {
     rank_mode: ledgerboard_core::ranking::RankMode,
 }
 
-/// A page of the competition's standings from PostgreSQL, each entry with the prize its rank
-/// earns; `final` once it has ended (pay from a final page).
+/// A page of a run's standings (of one cohort, with cohorts) from PostgreSQL, each entry with
+/// the prize its rank earns in `rank_mode`: the frozen standings and prizes once the run is
+/// closed (`final`: pay from those), else the live ones.
 #[utoipa::path(
     get,
     path = "/v1/competitions/{id}/results",
@@ -297,7 +372,7 @@ pub struct ResultsQuery {
         (status = 400, description = "malformed path or query", body = ErrorBody),
         (status = 401, description = "reads need a token (`auth.reads = token`)", body = ErrorBody),
         (status = 403, description = "the token may not read", body = ErrorBody),
-        (status = 404, description = "`competition_unknown`", body = ErrorBody),
+        (status = 404, description = "`competition_unknown`, `competition_run_unknown`", body = ErrorBody),
         (status = 422, description = "`out_of_range`, `invalid_board_id`", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
@@ -319,10 +394,20 @@ pub async fn results(
             "limit must be 1 to 1000, offset 0 to 10000000".into(),
         ));
     }
+    if q.run
+        .as_deref()
+        .is_some_and(|r| !ledgerboard_core::model::is_period_id(r))
+    {
+        return Err(ApiError::OutOfRange(
+            "run must be a period id (YYYYMMDDTHHMMSSZ)".into(),
+        ));
+    }
     let results = competition::results(
         &state.read_db,
         &state.definitions,
         &id,
+        q.run.as_deref(),
+        q.cohort,
         q.rank_mode,
         offset,
         limit,

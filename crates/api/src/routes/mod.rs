@@ -4,9 +4,11 @@
 pub mod attempts;
 pub mod boards;
 pub mod commands;
+pub mod competition_runs;
 pub mod competitions;
 pub mod moderation;
 pub mod periods;
+pub mod read_shapes;
 pub mod reads;
 pub mod reviews;
 pub(crate) mod target;

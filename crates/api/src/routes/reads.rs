@@ -17,14 +17,15 @@ use axum::extract::{Path, Query, State};
 use ledgerboard_core::board::definition::TieBreak;
 use ledgerboard_core::db::StoreError;
 use ledgerboard_core::db::reads;
-use ledgerboard_core::model::{BoardId, MemberStanding, RankedEntry, UserId};
+use ledgerboard_core::model::{BoardId, MemberStanding, UserId};
 use ledgerboard_core::projection::ReadModelError;
 use ledgerboard_core::projection::read::{self, Seal, Sealed};
-use ledgerboard_core::ranking::{Cursor, RankMode};
+use ledgerboard_core::ranking::Cursor;
 use ledgerboard_core::telemetry::metrics::Label;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::path_error;
+pub use super::read_shapes::{AroundQuery, Member, Page, TopQuery, UserQuery, Users, UsersQuery};
 use super::target::order;
 pub(crate) use super::target::{Target, period_board};
 use crate::coalesce::{Start, TopRequest};
@@ -47,157 +48,6 @@ pub enum Consistency {
     #[default]
     Bounded,
     Strong,
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct TopQuery {
-    /// 1 to 1000 (default 10).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u64>,
-    /// 0 to 10,000,000 (default 0). Not with `after`.
-    #[param(minimum = 0, maximum = 10_000_000)]
-    offset: Option<u64>,
-    /// The `next` cursor of the previous page: this page starts just after its last entry.
-    /// Not with `offset`.
-    #[param(max_length = 424, pattern = "^[0-9a-f]+$")]
-    after: Option<String>,
-    #[serde(default)]
-    #[param(inline)]
-    rank_mode: RankMode,
-    #[serde(default)]
-    #[param(inline)]
-    consistency: Consistency,
-    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
-    /// of a board declared with a `reset`; a board that never resets takes none.
-    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
-    period: Option<String>,
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct UserQuery {
-    #[serde(default)]
-    #[param(inline)]
-    rank_mode: RankMode,
-    #[serde(default)]
-    #[param(inline)]
-    consistency: Consistency,
-    /// Read-your-writes: the version the caller's own last command produced.
-    min_version: Option<i64>,
-    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
-    /// of a board declared with a `reset`; a board that never resets takes none.
-    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
-    period: Option<String>,
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct AroundQuery {
-    /// 0 to 100 (default 5): members on each side of the user.
-    #[param(minimum = 0, maximum = 100)]
-    radius: Option<u64>,
-    #[serde(default)]
-    #[param(inline)]
-    rank_mode: RankMode,
-    #[serde(default)]
-    #[param(inline)]
-    consistency: Consistency,
-    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
-    /// of a board declared with a `reset`; a board that never resets takes none.
-    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
-    period: Option<String>,
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct UsersQuery {
-    /// 1 to 100 distinct user ids, separated by commas (so an id with a comma cannot be
-    /// asked for here; read it with `users/{user_id}`).
-    ids: String,
-    #[serde(default)]
-    #[param(inline)]
-    rank_mode: RankMode,
-    #[serde(default)]
-    #[param(inline)]
-    consistency: Consistency,
-    /// `current` (default), `previous`, or a period id (`YYYYMMDDTHHMMSSZ`, its start in UTC)
-    /// of a board declared with a `reset`; a board that never resets takes none.
-    #[param(max_length = 16, pattern = "^(current|previous|[0-9]{8}T[0-9]{6}Z)$")]
-    period: Option<String>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Page {
-    /// In rank order; ranks in the read's `rank_mode`.
-    entries: Vec<RankedEntry>,
-    /// Entries on the board.
-    total: u64,
-    /// Pass as `after` for the next page; absent when this page is shorter than `limit`
-    /// (and on `around`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    next: Option<String>,
-    /// The period read, on a board that resets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    period: Option<String>,
-    freshness: Freshness,
-}
-
-impl Page {
-    fn new(
-        page: &ledgerboard_core::ranking::Page,
-        period: Option<String>,
-        freshness: Freshness,
-    ) -> Self {
-        Self {
-            entries: page.entries.clone(),
-            total: page.total,
-            next: page.next.as_ref().map(Cursor::encode),
-            period,
-            freshness,
-        }
-    }
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Member {
-    user_id: String,
-    /// The score (on a board with columns, its first column).
-    score: i64,
-    /// On a board with columns: the value in each column, in the definition's order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scores: Option<Vec<i64>>,
-    version: i64,
-    /// In the read's `rank_mode`.
-    rank: u64,
-    percentile: f64,
-    /// Entries on the board.
-    total: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    metadata: Option<serde_json::Value>,
-    /// The period read, on a board that resets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    period: Option<String>,
-    freshness: Freshness,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Users {
-    /// The ids on the board, in rank order.
-    entries: Vec<RankedEntry>,
-    /// The ids not on the board, in the order asked.
-    missing: Vec<String>,
-    /// Entries on the board.
-    total: u64,
-    /// The period read, on a board that resets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    period: Option<String>,
-    freshness: Freshness,
 }
 
 fn query_error(rejection: QueryRejection) -> ApiError {
@@ -370,7 +220,13 @@ pub async fn top(
 ) -> Result<Json<Page>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(
+        &state,
+        BoardId::parse(&board)?,
+        q.period.as_deref(),
+        q.cohort,
+    )
+    .await?;
     let (board, period) = (target.board.clone(), target.period.clone());
     let limit = in_range("limit", q.limit.unwrap_or(10), 1, MAX_LIMIT)?;
     let offset = in_range("offset", q.offset.unwrap_or(0), 0, MAX_OFFSET)?;
@@ -427,7 +283,7 @@ pub async fn top(
         |page| page.total > 0,
     )
     .await?;
-    Ok(Json(Page::new(&page, period, freshness)))
+    Ok(Json(Page::new(&page, period, target.cohort, freshness)))
 }
 
 /// One member's score, version and rank.
@@ -456,7 +312,13 @@ pub async fn user(
 ) -> Result<Json<Member>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(
+        &state,
+        BoardId::parse(&board)?,
+        q.period.as_deref(),
+        q.cohort,
+    )
+    .await?;
     let (board, period) = (target.board.clone(), target.period.clone());
     let user = UserId::parse(&user)?;
     let min_version = q.min_version.unwrap_or(0);
@@ -489,6 +351,7 @@ pub async fn user(
         total,
         metadata: entry.metadata,
         period,
+        cohort: target.cohort,
         freshness,
     }))
 }
@@ -518,7 +381,13 @@ pub async fn users(
 ) -> Result<Json<Users>, ApiError> {
     let Path(board) = board.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(
+        &state,
+        BoardId::parse(&board)?,
+        q.period.as_deref(),
+        q.cohort,
+    )
+    .await?;
     let (board, period) = (target.board.clone(), target.period.clone());
     let ids = parse_ids(&q.ids)?;
     let order = order(&state, &board, q.consistency).await?;
@@ -549,6 +418,7 @@ pub async fn users(
         missing,
         total: standings.total,
         period,
+        cohort: target.cohort,
         freshness,
     }))
 }
@@ -578,7 +448,13 @@ pub async fn around(
 ) -> Result<Json<Page>, ApiError> {
     let Path((board, user)) = path.map_err(path_error)?;
     let Query(q) = query.map_err(query_error)?;
-    let target = period_board(&state, BoardId::parse(&board)?, q.period.as_deref()).await?;
+    let target = period_board(
+        &state,
+        BoardId::parse(&board)?,
+        q.period.as_deref(),
+        q.cohort,
+    )
+    .await?;
     let (board, period) = (target.board.clone(), target.period.clone());
     let user = UserId::parse(&user)?;
     let radius = in_range("radius", q.radius.unwrap_or(5), 0, MAX_RADIUS)?;
@@ -595,5 +471,5 @@ pub async fn around(
     )
     .await?;
     let page = page.ok_or(ApiError::NotFound)?;
-    Ok(Json(Page::new(&page, period, freshness)))
+    Ok(Json(Page::new(&page, period, target.cohort, freshness)))
 }

@@ -15,6 +15,8 @@ use crate::state::AppState;
 pub(crate) struct Target {
     pub(crate) board: BoardId,
     pub(crate) period: Option<String>,
+    /// The cohort of the period (a competition's run) it names.
+    pub(crate) cohort: Option<u32>,
     pub(crate) archived: bool,
     /// Whether PostgreSQL stated the board's periods: the console says when it did not,
     /// rather than show the fallback as the board's state ("never resets").
@@ -38,11 +40,13 @@ pub(crate) enum PeriodsRead {
 /// period being a board of its own (`BoardId::in_period`). The current period is the database
 /// clock's (`board/periods.rs`), cached as definitions are; while PostgreSQL cannot say, the
 /// last answer read stands, else the board is read as one that never resets (the answer then
-/// names no period), as `order` assumes the implicit definition.
+/// names no period), as `order` assumes the implicit definition. With `cohort`, the read is of
+/// that cohort of the period (a competition's run, `BoardId::in_cohort`).
 pub(crate) async fn period_board(
     state: &AppState,
     board: BoardId,
     period: Option<&str>,
+    cohort: Option<u32>,
 ) -> Result<Target, ApiError> {
     let wanted = period.unwrap_or("current");
     if !is_period_id(wanted) && wanted != "current" && wanted != "previous" {
@@ -75,17 +79,30 @@ pub(crate) async fn period_board(
         ),
     };
     let Some(id) = named else {
+        if cohort.is_some() {
+            return Err(ApiError::NeverResets(board.to_string()));
+        }
         return Ok(Target {
             board,
             period: None,
+            cohort: None,
             archived: false,
             periods: read,
         });
     };
+    let (read_board, key) = match cohort {
+        None => (board.in_period(&id)?, id.clone()),
+        Some(c) => {
+            let cohort_board = board.in_cohort(&id, c)?;
+            let key = cohort_board.period().unwrap_or_default().to_owned();
+            (cohort_board, key)
+        }
+    };
     Ok(Target {
-        board: board.in_period(&id)?,
-        archived: periods.as_ref().is_some_and(|p| p.archived(&id)),
+        board: read_board,
+        archived: periods.as_ref().is_some_and(|p| p.archived(&key)),
         period: Some(id),
+        cohort,
         periods: read,
     })
 }

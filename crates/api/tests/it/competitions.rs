@@ -1,6 +1,7 @@
-//! Tournaments (issue 39, its first part): a competition over a declared board, its window,
-//! its cap decided under concurrent entries, entry required for scores, and the listing by
-//! state and category. The router in process, on a database and a Redis namespace of its own.
+//! Tournaments (issue 39): a one-off competition over a board reset by hand, its window (its
+//! board's resets), its cap decided under concurrent entries, entry required for scores, the
+//! listing by state and category, and the close of its run into final results. Cohorts and
+//! leagues: `leagues.rs`. The router in process, on a database and a Redis namespace of its own.
 
 use axum::http::StatusCode;
 use ledgerboard_testkit::TEST_TOKEN;
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::players::{Players, SECRET, claims, code, mint};
 
-fn at(offset_s: i64) -> String {
+pub(crate) fn at(offset_s: i64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("a clock after 1970")
@@ -19,7 +20,12 @@ fn at(offset_s: i64) -> String {
 }
 
 impl Players {
-    async fn enter(&self, token: &str, competition: &str, user: &str) -> (StatusCode, Value) {
+    pub(crate) async fn enter(
+        &self,
+        token: &str,
+        competition: &str,
+        user: &str,
+    ) -> (StatusCode, Value) {
         self.request(
             token,
             "POST",
@@ -29,7 +35,7 @@ impl Players {
         .await
     }
 
-    async fn declare_competition(&self, id: &str, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn declare_competition(&self, id: &str, body: Value) -> (StatusCode, Value) {
         self.request(
             TEST_TOKEN,
             "PUT",
@@ -43,23 +49,25 @@ impl Players {
 #[tokio::test]
 async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_its_window() {
     let p = Players::new(|_| {}).await;
-    for board in ["cup", "later", "past", "season"] {
-        p.define(board, json!({"operator": "best", "write_policy": "player"}))
-            .await;
+    for board in ["cup", "later", "past", "season", "early"] {
+        p.define(
+            board,
+            json!({"operator": "best", "write_policy": "player", "reset": "manual"}),
+        )
+        .await;
     }
     p.define("daily", json!({"operator": "best", "reset": "daily"}))
         .await;
+    p.define("forever", json!({"operator": "best"})).await;
     let prizes = json!([{"from": 1, "to": 1, "reward": "gold", "amount": 100},
                         {"from": 2, "to": 3, "reward": "silver", "amount": 10}]);
-    let cup = json!({"starts_at": at(-3600), "ends_at": at(3600), "max_size": 10,
-                     "category": "weekend", "prizes": prizes});
+    // No starts_at: from the next whole second.
+    let cup_ends = at(3600);
+    let cup = json!({"ends_at": cup_ends, "max_size": 10, "category": "weekend",
+                     "prizes": prizes});
     let (status, body) = p.declare_competition("cup", cup.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(
-        (&body["state"], &body["entrants"]),
-        (&json!("open"), &json!(0)),
-        "{body}"
-    );
+    assert_eq!(body["entrants"], json!(0), "{body}");
     let (status, _) = p.declare_competition("cup", cup).await;
     assert_eq!(status, StatusCode::OK);
     for (id, body, expected) in [
@@ -68,11 +76,8 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
             json!({"starts_at": at(3600), "ends_at": at(7200)}),
             StatusCode::CREATED,
         ),
-        (
-            "past",
-            json!({"starts_at": at(-7200), "ends_at": at(-3600)}),
-            StatusCode::CREATED,
-        ),
+        // Two seconds long: ended when the listing is read.
+        ("past", json!({"ends_at": at(2)}), StatusCode::CREATED),
     ] {
         let (status, answer) = p.declare_competition(id, body).await;
         assert_eq!(status, expected, "{id}: {answer}");
@@ -81,26 +86,42 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
     for (id, body, expected) in [
         (
             "season",
-            json!({"starts_at": at(60), "ends_at": at(0)}),
+            json!({"starts_at": at(60), "ends_at": at(30)}),
+            "invalid_window",
+        ),
+        (
+            "early",
+            json!({"starts_at": at(-60), "ends_at": at(60)}),
             "invalid_window",
         ),
         (
             "season",
-            json!({"starts_at": at(0), "ends_at": at(60),
+            json!({"starts_at": "2026-12-07T18:00:00.5Z", "ends_at": at(60)}),
+            "invalid_window",
+        ),
+        (
+            "season",
+            json!({"ends_at": at(60),
                           "prizes": [{"from": 1, "to": 3, "reward": "a"},
                                      {"from": 3, "to": 4, "reward": "b"}]}),
             "invalid_prizes",
         ),
         (
-            "nowhere",
-            json!({"starts_at": at(0), "ends_at": at(60)}),
-            "competition_board",
+            "season",
+            json!({"ends_at": at(60), "tiers": [{"name": "bronze"}]}),
+            "invalid_tiers",
         ),
         (
-            "daily",
-            json!({"starts_at": at(0), "ends_at": at(60)}),
-            "competition_board",
+            "season",
+            json!({"ends_at": at(60), "cohort_size": 5, "entry_required": false}),
+            "invalid_cohort_size",
         ),
+        ("nowhere", json!({"ends_at": at(60)}), "competition_board"),
+        // A window on a board with a schedule, none on a board reset by hand, any on a board
+        // that never resets.
+        ("daily", json!({"ends_at": at(60)}), "competition_board"),
+        ("season", json!({}), "competition_board"),
+        ("forever", json!({"ends_at": at(60)}), "competition_board"),
     ] {
         let (status, answer) = p.declare_competition(id, body).await;
         assert_eq!(
@@ -109,6 +130,19 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
             "{id}: {answer}"
         );
     }
+    let open = |id: &'static str| {
+        let p = &p;
+        async move {
+            let (_, c) = p.get(TEST_TOKEN, &format!("/v1/competitions/{id}")).await;
+            c["state"] == json!("open")
+        }
+    };
+    assert!(
+        ledgerboard_testkit::wait_until(std::time::Duration::from_secs(5), || open("cup"))
+            .await
+            .is_some(),
+        "cup never opened"
+    );
 
     // 30 players enter at once: exactly 10 get a seat, each once.
     let entries = (0..30).map(|i| {
@@ -174,6 +208,19 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
         "{body}"
     );
 
+    let ended = || {
+        let p = &p;
+        async move {
+            let (_, c) = p.get(TEST_TOKEN, "/v1/competitions/past").await;
+            c["state"] == json!("ended")
+        }
+    };
+    assert!(
+        ledgerboard_testkit::wait_until(std::time::Duration::from_secs(10), ended)
+            .await
+            .is_some(),
+        "the two-second competition never ended"
+    );
     // Scores: an entrant's is taken, an outsider's refused; before the start and after the end,
     // nobody's. Nothing refused is written.
     let score = |user: &str| json!({"event_id": uuid::Uuid::new_v4().to_string(), "user_id": user, "score": 7});
@@ -295,12 +342,41 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
         (&results["final"], &results["total"]),
         (&json!(false), &json!(3))
     );
+    // The ended run is not final until it is closed; closed (here by an admin, else by the
+    // reconciler), its results are the frozen ones: nobody scored.
+    let (_, past) = p.get(TEST_TOKEN, "/v1/competitions/past/results").await;
+    assert_eq!(past["final"], json!(false), "{past}");
+    let run = past["run"].as_str().expect("the run").to_owned();
+    let (status, closed) = p
+        .request(
+            TEST_TOKEN,
+            "POST",
+            &format!("/v1/competitions/past/runs/{run}/close"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &closed["outcome"], &closed["run"]["boards"]),
+        (StatusCode::OK, &json!("closed"), &json!(1)),
+        "{closed}"
+    );
     let (_, past) = p.get(TEST_TOKEN, "/v1/competitions/past/results").await;
     assert_eq!(
         (&past["final"], &past["entries"]),
         (&json!(true), &json!([])),
         "{past}"
     );
+    // The open run cannot close.
+    let cup_run = results["run"].as_str().expect("the run");
+    let (_, open_close) = p
+        .request(
+            TEST_TOKEN,
+            "POST",
+            &format!("/v1/competitions/cup/runs/{cup_run}/close"),
+            None,
+        )
+        .await;
+    assert_eq!(open_close["outcome"], json!("not_ended"), "{open_close}");
 
     // The console lists it with its entrants of its cap and its prizes.
     let (status, page) = crate::console::page(&p.app, "/console/competitions").await;
@@ -313,14 +389,20 @@ async fn a_tournament_takes_entries_up_to_its_cap_and_scores_from_entrants_in_it
     );
     // The cap may not go below the entrants.
     let (status, body) = p
-        .declare_competition(
-            "cup",
-            json!({"starts_at": at(-3600), "ends_at": at(3600), "max_size": 5}),
-        )
+        .declare_competition("cup", json!({"ends_at": cup_ends, "max_size": 5}))
         .await;
     assert_eq!(
         (status, code(&body)),
         (StatusCode::CONFLICT, "competition_below_entrants"),
+        "{body}"
+    );
+    // Nor its window move once it has entrants.
+    let (status, body) = p
+        .declare_competition("cup", json!({"ends_at": at(7200)}))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "competition_started"),
         "{body}"
     );
 }

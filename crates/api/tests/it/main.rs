@@ -14,6 +14,7 @@ mod console_columns;
 mod daemon;
 mod games;
 mod hardening;
+mod leagues;
 mod moderation;
 mod openapi;
 mod periods;

@@ -200,7 +200,12 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         version: row.try_get("version")?,
         duplicate,
         improved: row.try_get("improved")?,
-        period: written.period().map(str::to_owned),
+        // A cohort's board is `<board>~<period>~<cohort>`: the period, and the cohort apart.
+        period: written
+            .period()
+            .and_then(|p| p.split(crate::model::PERIOD_SEPARATOR).next())
+            .map(str::to_owned),
+        cohort: written.cohort(),
         linked: Vec::new(),
     }))
 }

@@ -1,77 +1,112 @@
-//! Competitions (issue 39, its first part: tournaments). A competition is a declared board
-//! that never resets, with a window (its scores are taken from `starts_at` until `ends_at`), an
-//! optional cap on its entrants, whether a score needs an entry, a category, metadata and a
-//! prize table (opaque to ledgerboard). Its scores, reads, projection and reconciliation are
-//! its board's; the command statement admits a score only inside the window and, when entry is
-//! required, only from an entrant (`board/sql/command/head.sql`'s `admission`). Entry is one
-//! statement that decides the cap under the competition's row lock (`sql/enter.sql`).
+//! Competitions (issue 39): tournaments, cohorts and leagues over a declared board that resets.
+//! A competition's *run* is a period of its board: a one-off tournament's board resets by hand
+//! and its declaration writes the resets at its start and end; a recurring one's runs are its
+//! board's scheduled periods. Scores, reads, projection and reconciliation are the board's: the
+//! command statement admits a score only inside the run's window and, when entry is required,
+//! only from an entrant of the run (`board/sql/command/head.sql`'s `admission`).
 //!
-//! Still to come (issue 39): cohorts, leagues, attempts per run, the close into verifiable
-//! standings with prizes, recurring runs.
+//! With a cohort size, each entry is placed in a cohort of its run, and the command statement
+//! sends the player's scores to that cohort's board, `<board>~<period>~<cohort>`
+//! (`BoardId::in_cohort`): every cohort ranks separately, read from its projection or
+//! PostgreSQL like any board. A league orders tiers: entries are placed among the cohorts of
+//! the player's tier, and each run's close moves the top and bottom of every cohort a tier up
+//! and down. Entry is one call that decides the cap and the cohort under the run's row lock
+//! (`sql/functions/lb_competition_enter.sql`).
+//!
+//! A run closes like a period ([`close`]): every cohort's standings frozen with its digest, and
+//! the run's record, prizes, moves and one digest chained to the previous run's, which
+//! [`verify`] checks run after run.
+//!
+//! Here: the types and errors; `declare.rs` (declaring, reading, listing), `enter.rs`,
+//! `group.rs` (entries that arrive together committed in one transaction),
+//! `close.rs`, `verify.rs`, `results.rs` (standings with prizes, live or frozen; a player's
+//! history).
+
+mod close;
+mod declare;
+mod enter;
+mod group;
+mod results;
+mod verify;
 
 use serde::{Deserialize, Serialize};
-use tokio_postgres::Row;
-use tokio_postgres::types::Type;
 
-use crate::board::definition::{Definitions, Reset};
-use crate::db::{Database, Op, Statement, StoreError};
-use crate::model::{BoardId, UserId};
+use crate::db::StoreError;
+use crate::model::BoardId;
 
-/// Parameters: id, category, starts_at, ends_at, entry required, max size, metadata, prizes.
-static DECLARE: Statement<8> = Statement::new(
-    Op::Competition,
-    include_str!("sql/declare.sql"),
-    [
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::BOOL,
-        Type::INT4,
-        Type::TEXT,
-        Type::TEXT,
-    ],
-);
-static GET: Statement<1> =
-    Statement::new(Op::Competition, include_str!("sql/get.sql"), [Type::TEXT]);
-/// Parameters: category, state, after, limit.
-static LIST: Statement<4> = Statement::new(
-    Op::Competition,
-    include_str!("sql/list.sql"),
-    [Type::TEXT, Type::TEXT, Type::TEXT, Type::INT8],
-);
-/// Parameters: competition, user.
-static ENTER: Statement<2> = Statement::new(
-    Op::Competition,
-    include_str!("sql/enter.sql"),
-    [Type::TEXT, Type::TEXT],
-);
+pub use close::{
+    CloseOutcome, Closes, RecentRun, RunClosed, close, close_due, close_ended, closed, recent_runs,
+};
+pub use declare::{declare, get, list};
+pub use enter::{Entered, enter};
+pub use group::EntryGroups;
+pub use results::{History, MAX_HISTORY, Placed, Results, RunEntry, history, results};
+pub use verify::{RunVerification, Verification, verify};
 
 /// Most competitions on one page.
 pub const MAX_PAGE: i64 = 200;
 /// Most rank ranges in a prize table.
 pub const MAX_PRIZES: usize = 100;
+/// Most tiers in a league.
+pub const MAX_TIERS: usize = 10;
+/// The largest rating (and rating band) magnitude: a rating and a band add up within a
+/// bigint, and a rating is exact in a double as a score is.
+pub const MAX_RATING: i64 = (1 << 53) - 1;
 
-/// A competition as declared, with its entrants and its state now.
+/// A competition as declared, with its run now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Competition {
     /// Its board's id: scores go to `POST /v1/boards/{id}/scores`, reads to its reads.
     pub id: String,
     pub category: String,
-    /// RFC 3339, UTC: scores are taken from `starts_at` until (not at) `ends_at`.
-    pub starts_at: String,
-    pub ends_at: String,
-    /// `upcoming`, `open` or `ended`, by the database clock.
+    /// A one-off competition's window (RFC 3339, UTC): scores are taken from `starts_at` until
+    /// (not at) `ends_at`. Absent on a recurring one, whose runs are its board's periods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    /// A recurring competition's runs take scores this many seconds from their start (absent:
+    /// the whole period).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<i32>,
+    /// `upcoming`, `open` or `ended`, by the database clock (a recurring one is `open`).
     pub state: String,
     pub entry_required: bool,
+    /// The most entrants of one run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_size: Option<i32>,
+    /// The most entrants of one cohort (absent: no cohorts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cohort_size: Option<i32>,
+    /// Entries with a rating join the open cohort nearest their rating within this band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating_band: Option<i64>,
+    /// A league's tiers, lowest first (empty: no tiers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<Tier>,
+    /// The run entries go to now (a one-off competition's only run): its period id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// That run's entrants and cohorts so far.
     pub entrants: i32,
+    pub cohorts: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<serde_json::Value>,
     pub prizes: Vec<Prize>,
+}
+
+impl Competition {
+    /// The prize table that applies to a cohort of `tier`: the tier's own, else the
+    /// competition's.
+    pub fn prizes_of(&self, tier: i32) -> &[Prize] {
+        usize::try_from(tier)
+            .ok()
+            .and_then(|t| self.tiers.get(t))
+            .and_then(|t| t.prizes.as_deref())
+            .unwrap_or(&self.prizes)
+    }
 }
 
 /// What a range of ranks earns: a reward id and an amount, opaque to ledgerboard.
@@ -88,30 +123,64 @@ pub struct Prize {
     pub amount: i64,
 }
 
+/// The prize of `rank` in `table`.
+pub fn prize_for(table: &[Prize], rank: i64) -> Option<Prize> {
+    table
+        .iter()
+        .find(|p| (p.from..=p.to).contains(&rank))
+        .cloned()
+}
+
+/// One tier of a league: at each close, the first `promote` of every cohort of this tier move
+/// up a tier (none from the top tier) and the last `relegate` move down (none from the lowest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Tier {
+    /// 1 to 32 characters, unique in the league.
+    pub name: String,
+    #[serde(default)]
+    pub promote: i32,
+    #[serde(default)]
+    pub relegate: i32,
+    /// This tier's prize table (absent: the competition's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prizes: Option<Vec<Prize>>,
+}
+
 /// A competition as an operator states it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Declaration {
     pub category: Option<String>,
-    pub starts_at: String,
-    pub ends_at: String,
+    /// A one-off competition's window: `ends_at` given, `starts_at` given or absent (the next
+    /// whole second); both absent: a recurring competition.
+    pub starts_at: Option<String>,
+    pub ends_at: Option<String>,
+    pub duration_s: Option<i32>,
     /// Default: true.
     pub entry_required: Option<bool>,
     pub max_size: Option<i32>,
+    pub cohort_size: Option<i32>,
+    pub rating_band: Option<i64>,
+    pub tiers: Vec<Tier>,
     pub metadata: Option<serde_json::Value>,
     pub prizes: Vec<Prize>,
 }
 
-/// Why a competition was not declared, or an entry not made. `code()` is the api's.
+/// Why a competition was not declared, an entry not made or a run not closed. `code()` is the
+/// api's.
 #[derive(Debug, thiserror::Error)]
 pub enum CompetitionError {
     #[error("{1}")]
     Invalid(&'static str, String),
-    #[error(
-        "board {0} is not a declared board that never resets: declare it (PUT /v1/boards/{0}) with reset never first"
-    )]
-    NotABoard(BoardId),
-    #[error("max_size may not go below the {0} entrants the competition has")]
+    #[error("board {0} cannot hold this competition: {1}")]
+    NotABoard(BoardId, &'static str),
+    #[error("max_size may not go below the {0} entrants the run has")]
     BelowEntrants(i32),
+    #[error(
+        "the competition has entrants: its window, duration, cohorts, rating band and tiers stay as they are"
+    )]
+    Started,
     #[error("no such competition")]
     Unknown,
     #[error("the competition has not started")]
@@ -120,6 +189,10 @@ pub enum CompetitionError {
     Ended,
     #[error("the competition is full")]
     Full,
+    #[error("the previous run is closing: its tiers place this entry; try again in a moment")]
+    Closing,
+    #[error("no such run of the competition")]
+    UnknownRun,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -134,148 +207,18 @@ impl CompetitionError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid(code, _) => code,
-            Self::NotABoard(_) => "competition_board",
+            Self::NotABoard(..) => "competition_board",
             Self::BelowEntrants(_) => "competition_below_entrants",
+            Self::Started => "competition_started",
             Self::Unknown => "competition_unknown",
             Self::NotStarted => "competition_not_started",
             Self::Ended => "competition_ended",
             Self::Full => "competition_full",
+            Self::Closing => "competition_closing",
+            Self::UnknownRun => "competition_run_unknown",
             Self::Store(_) => "store",
         }
     }
-}
-
-impl Declaration {
-    /// Checks what a row cannot: the window's times and order, the cap, the category, the
-    /// metadata's size and the prize table's ranges (ascending, not overlapping).
-    fn check(&self) -> Result<(), CompetitionError> {
-        let invalid = |code, m: &str| Err(CompetitionError::Invalid(code, m.to_owned()));
-        let time = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
-        let (Some(start), Some(end)) = (time(&self.starts_at), time(&self.ends_at)) else {
-            return invalid(
-                "invalid_window",
-                "starts_at and ends_at must be RFC 3339 times (2026-12-07T18:00:00Z)",
-            );
-        };
-        if end <= start {
-            return invalid("invalid_window", "ends_at must be after starts_at");
-        }
-        if self.max_size.is_some_and(|n| n < 1) {
-            return invalid("invalid_max_size", "max_size must be at least 1");
-        }
-        let category = self.category.as_deref().unwrap_or_default();
-        if category.chars().count() > 64 || category.chars().any(char::is_control) {
-            return invalid(
-                "invalid_category",
-                "category must be at most 64 characters without control characters",
-            );
-        }
-        // jsonb holds no \u0000: refused here as the metadata's error, not the store's.
-        let fits = |m: &serde_json::Value| {
-            let text = m.to_string();
-            m.is_object() && text.len() <= 4096 && !text.contains("\\u0000")
-        };
-        if !self.metadata.as_ref().is_none_or(fits) {
-            return invalid(
-                "invalid_metadata",
-                "metadata must be a JSON object of at most 4096 bytes, without \\u0000",
-            );
-        }
-        let mut last = 0;
-        for p in &self.prizes {
-            let reward_ok = (1..=64).contains(&p.reward.chars().count())
-                && !p.reward.chars().any(char::is_control);
-            if p.from <= last || p.to < p.from || !reward_ok || p.amount < 0 {
-                return invalid(
-                    "invalid_prizes",
-                    "prizes must be rank ranges {from, to, reward, amount} in ascending order, not overlapping, from 1, each reward 1 to 64 characters, amounts not negative",
-                );
-            }
-            last = p.to;
-        }
-        if self.prizes.len() > MAX_PRIZES {
-            return invalid("invalid_prizes", "at most 100 prize ranges");
-        }
-        Ok(())
-    }
-}
-
-/// Declares the competition `id` (its board must be declared and never reset), or changes it;
-/// answers it and whether it was created.
-pub async fn declare(
-    db: &Database,
-    definitions: &Definitions,
-    id: &BoardId,
-    declaration: &Declaration,
-) -> Result<(Competition, bool), CompetitionError> {
-    declaration.check()?;
-    let definition = definitions.get(db, id).await?;
-    if !definition.declared || definition.reset != Reset::Never || id.period().is_some() {
-        return Err(CompetitionError::NotABoard(id.clone()));
-    }
-    let metadata = declaration.metadata.as_ref().map(|m| m.to_string());
-    let prizes = serde_json::to_string(&declaration.prizes)
-        .map_err(|e| StoreError::Internal(format!("prizes: {e}")))?;
-    let category = declaration.category.clone().unwrap_or_default();
-    let row = db
-        .query_opt(
-            &DECLARE,
-            [
-                &id.as_str(),
-                &category,
-                &declaration.starts_at,
-                &declaration.ends_at,
-                &declaration.entry_required.unwrap_or(true),
-                &declaration.max_size,
-                &metadata,
-                &prizes,
-            ],
-        )
-        .await?;
-    let created = match row {
-        Some(row) => row.try_get::<_, bool>("created")?,
-        None => {
-            let now = get(db, id).await?.ok_or(CompetitionError::Unknown)?;
-            return Err(CompetitionError::BelowEntrants(now.entrants));
-        }
-    };
-    let competition = get(db, id).await?.ok_or(CompetitionError::Unknown)?;
-    Ok((competition, created))
-}
-
-fn of_row(row: &Row) -> Result<Competition, StoreError> {
-    let json = |name: &str| -> Result<Option<serde_json::Value>, StoreError> {
-        row.try_get::<_, Option<String>>(name)?
-            .map(|t| serde_json::from_str(&t))
-            .transpose()
-            .map_err(|e| StoreError::Internal(format!("competition {name}: {e}")))
-    };
-    let prizes = match json("prizes")? {
-        Some(p) => serde_json::from_value(p)
-            .map_err(|e| StoreError::Internal(format!("competition prizes: {e}")))?,
-        None => Vec::new(),
-    };
-    Ok(Competition {
-        id: row.try_get("competition_id")?,
-        category: row.try_get("category")?,
-        starts_at: row.try_get("starts_at")?,
-        ends_at: row.try_get("ends_at")?,
-        state: row.try_get("state")?,
-        entry_required: row.try_get("entry_required")?,
-        max_size: row.try_get("max_size")?,
-        entrants: row.try_get("entrants")?,
-        metadata: json("metadata")?,
-        prizes,
-    })
-}
-
-/// The competition `id`, if declared.
-pub async fn get(db: &Database, id: &BoardId) -> Result<Option<Competition>, StoreError> {
-    db.query_opt(&GET, [&id.as_str()])
-        .await?
-        .as_ref()
-        .map(of_row)
-        .transpose()
 }
 
 /// Which competitions a page lists, by state.
@@ -304,134 +247,24 @@ impl State {
     }
 }
 
-/// A page of competitions in id order, after `after`, of `category` and `state` (None: all).
-pub async fn list(
-    db: &Database,
-    category: Option<&str>,
-    state: Option<State>,
-    after: Option<&BoardId>,
-    limit: i64,
-) -> Result<Vec<Competition>, StoreError> {
-    let rows = db
-        .query(
-            &LIST,
-            [
-                &category,
-                &state.map(State::as_str),
-                &after.map_or("", BoardId::as_str),
-                &limit.clamp(1, MAX_PAGE),
-            ],
-        )
-        .await?;
-    rows.iter().map(of_row).collect()
-}
-
-/// A player's entry.
+/// A player's entry into a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Entry {
     pub competition: String,
     pub user_id: String,
-    /// Its place in the order of entry (1: the first entrant).
+    /// The run (its period id).
+    pub run: String,
+    /// Its place in the run's order of entry (1: the first entrant).
     pub seat: i32,
-    pub entered_at: String,
-    /// True when the player had entered before: this is that entry.
-    pub duplicate: bool,
-}
-
-/// How often [`enter`] runs its statement again after losing a race (the same new player at
-/// once).
-const MAX_TRIES: usize = 4;
-
-/// Enters `user` into the competition `id`: once (a repeat answers the first entry), only in its
-/// window, never past its cap.
-pub async fn enter(db: &Database, id: &BoardId, user: &UserId) -> Result<Entry, CompetitionError> {
-    let mut tries = 0;
-    let row = loop {
-        tries += 1;
-        match db.query_one(&ENTER, [&id.as_str(), &user.as_str()]).await {
-            Err(StoreError::Contended(_)) if tries < MAX_TRIES => {}
-            other => break other?,
-        }
-    };
-    let outcome: String = row.try_get("outcome")?;
-    let duplicate = match outcome.as_str() {
-        "entered" => false,
-        "repeat" => true,
-        "unknown" => return Err(CompetitionError::Unknown),
-        "not_started" => return Err(CompetitionError::NotStarted),
-        "ended" => return Err(CompetitionError::Ended),
-        "full" => return Err(CompetitionError::Full),
-        other => {
-            return Err(StoreError::Internal(format!("unexpected entry outcome {other:?}")).into());
-        }
-    };
-    Ok(Entry {
-        competition: id.to_string(),
-        user_id: user.to_string(),
-        seat: row.try_get("seat")?,
-        entered_at: row.try_get("entered_at")?,
-        duplicate,
-    })
-}
-
-/// One place of a competition's results: the entry, ranked, and what its rank earns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Placed {
-    #[serde(flatten)]
-    pub entry: crate::model::RankedEntry,
-    /// The prize range the rank falls in; absent when none does.
+    /// The player's tier in a league (0: the lowest), and its name.
+    pub tier: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prize: Option<Prize>,
-}
-
-/// A page of a competition's results, read from PostgreSQL.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Results {
-    pub competition: Competition,
-    /// True once the competition has ended: no score can change the standings any more
-    /// (moderation still can: a ban or a removal closes the ranks up).
-    #[serde(rename = "final")]
-    pub is_final: bool,
-    /// Visible entries of its board.
-    pub total: u64,
-    pub entries: Vec<Placed>,
-}
-
-/// A page of the competition `id`'s standings from PostgreSQL (the source payouts read), each
-/// entry with the prize its rank earns in `mode`.
-pub async fn results(
-    db: &Database,
-    definitions: &Definitions,
-    id: &BoardId,
-    mode: crate::ranking::RankMode,
-    offset: u64,
-    limit: u64,
-) -> Result<Results, CompetitionError> {
-    let competition = get(db, id).await?.ok_or(CompetitionError::Unknown)?;
-    let definition = definitions.get(db, id).await?;
-    let page = crate::db::reads::top(db, id, definition.order(), mode, offset, limit).await?;
-    let prize = |rank: u64| {
-        let rank = i64::try_from(rank).unwrap_or(i64::MAX);
-        competition
-            .prizes
-            .iter()
-            .find(|p| (p.from..=p.to).contains(&rank))
-            .cloned()
-    };
-    Ok(Results {
-        is_final: competition.state == "ended",
-        total: page.total,
-        entries: page
-            .entries
-            .into_iter()
-            .map(|entry| Placed {
-                prize: prize(entry.rank),
-                entry,
-            })
-            .collect(),
-        competition,
-    })
+    pub tier_name: Option<String>,
+    /// The cohort it was placed in: read it with `cohort=` on the board's reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cohort: Option<i32>,
+    pub entered_at: String,
+    /// True when the player had entered this run before: this is that entry.
+    pub duplicate: bool,
 }

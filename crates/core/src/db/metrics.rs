@@ -90,6 +90,8 @@ pub enum Op {
     Review,
     /// A competition's declaration, reads and entries (`competition/sql/*.sql`).
     Competition,
+    /// A competition run's close (`competition/sql/close_*.sql`) and its verification.
+    CompetitionClose,
 }
 
 impl Label for Op {
@@ -138,6 +140,7 @@ impl Label for Op {
         Op::Attempt,
         Op::Review,
         Op::Competition,
+        Op::CompetitionClose,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -193,6 +196,7 @@ impl Op {
             Op::Attempt => "attempt",
             Op::Review => "review",
             Op::Competition => "competition",
+            Op::CompetitionClose => "competition_close",
         }
     }
 }

@@ -120,6 +120,10 @@ pub struct CommandOutcome {
     /// run's period.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub period: Option<String>,
+    /// The cohort of the period the command landed in, on a competition with cohorts (the
+    /// player's, by its entry: read it with `cohort=`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cohort: Option<u32>,
     /// On a board that feeds others: each fed board's outcome of the same command, in the
     /// order the definition lists them.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -32,6 +32,29 @@ pub fn is_period_id(raw: &str) -> bool {
         && b[15] == b'Z'
 }
 
+/// The most cohorts one run of a competition holds: a cohort's key is 6 digits, so that the
+/// text order of cohort boards (every store's) is their numeric order.
+pub const MAX_COHORT: u32 = 999_999;
+
+/// A cohort's key in its board's id: 6 digits, zero-padded.
+pub fn cohort_key(cohort: u32) -> String {
+    format!("{cohort:06}")
+}
+
+/// Whether `raw` is what follows a board id and its separator in a stored board: a period id,
+/// or a period id, the separator and a cohort's 6 digits (not all zero).
+pub fn is_period_key(raw: &str) -> bool {
+    match raw.split_once(PERIOD_SEPARATOR) {
+        None => is_period_id(raw),
+        Some((period, cohort)) => {
+            is_period_id(period)
+                && cohort.len() == 6
+                && cohort.bytes().all(|b| b.is_ascii_digit())
+                && cohort != "000000"
+        }
+    }
+}
+
 impl BoardId {
     /// A board as a client names it: an identifier, never one of its periods (a command, a
     /// definition and a read name the board; a read picks the period with `period=`).
@@ -43,17 +66,36 @@ impl BoardId {
         }
     }
 
-    /// A board as the stores hold it: a board, or one period of a board that resets
-    /// (`<board>~<period id>`): what the outbox, the reconciler's board list, rebuild requests
-    /// and the operator's `--board` name.
+    /// A board as the stores hold it: a board, one period of a board that resets
+    /// (`<board>~<period id>`), or one cohort of a competition's run (`<board>~<period
+    /// id>~<cohort>`, migration V18): what the outbox, the reconciler's board list, rebuild
+    /// requests and the operator's `--board` name.
     pub fn parse_stored(raw: &str) -> Result<Self, ValidationError> {
         match raw.split_once(PERIOD_SEPARATOR) {
             None => Self::parse(raw),
-            Some((base, period)) if crate::ids::is_identifier(base) && is_period_id(period) => {
+            Some((base, period)) if crate::ids::is_identifier(base) && is_period_key(period) => {
                 Ok(Self(raw.to_owned()))
             }
             Some(_) => Err(ValidationError::BoardId),
         }
+    }
+
+    /// One cohort of this board's period `period` (a competition's run).
+    pub fn in_cohort(&self, period: &str, cohort: u32) -> Result<Self, ValidationError> {
+        if !is_period_id(period) || !(1..=MAX_COHORT).contains(&cohort) {
+            return Err(ValidationError::BoardId);
+        }
+        Ok(Self(format!(
+            "{}{PERIOD_SEPARATOR}{period}{PERIOD_SEPARATOR}{}",
+            self.base().as_str(),
+            cohort_key(cohort)
+        )))
+    }
+
+    /// The cohort, when this is one cohort of a competition's run.
+    pub fn cohort(&self) -> Option<u32> {
+        let (_, key) = self.period()?.split_once(PERIOD_SEPARATOR)?;
+        key.parse().ok()
     }
 
     /// One period of this board.
@@ -185,7 +227,27 @@ mod tests {
             Err(ValidationError::BoardId)
         );
         assert_eq!(BoardId::parse_stored(period.as_str()), Ok(period));
+        let cohort = weekly.in_cohort("20261130T000000Z", 17).expect("cohort");
+        assert_eq!(cohort.as_str(), "weekly~20261130T000000Z~000017");
+        assert_eq!(
+            (cohort.base(), cohort.period(), cohort.cohort()),
+            (weekly.clone(), Some("20261130T000000Z~000017"), Some(17))
+        );
+        assert_eq!(BoardId::parse_stored(cohort.as_str()), Ok(cohort));
+        assert_eq!(
+            weekly
+                .in_period("20261130T000000Z")
+                .ok()
+                .and_then(|p| p.cohort()),
+            None
+        );
+        assert!(weekly.in_cohort("20261130T000000Z", 0).is_err());
+        assert!(weekly.in_cohort("20261130T000000Z", 1_000_000).is_err());
         for bad in [
+            "weekly~20261130T000000Z~",
+            "weekly~20261130T000000Z~17",
+            "weekly~20261130T000000Z~000000",
+            "weekly~20261130T000000Z~0000170",
             "weekly~",
             "~20261130T000000Z",
             "weekly~2026-11-30",

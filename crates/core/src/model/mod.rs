@@ -18,6 +18,7 @@ pub use command::{
 pub use entry::{EntryChange, MemberStanding, ProjectionEntry, RankedEntry};
 pub use error::ValidationError;
 pub use ids::{
-    BoardId, EventId, MAX_BOARD_ID_LEN, MAX_USER_ID_BYTES, PERIOD_SEPARATOR, UserId, is_period_id,
+    BoardId, EventId, MAX_BOARD_ID_LEN, MAX_COHORT, MAX_USER_ID_BYTES, PERIOD_SEPARATOR, UserId,
+    cohort_key, is_period_id, is_period_key,
 };
 pub use order::{Columns, Key, MAX_COLUMNS, Order, Sort, TieBreak};

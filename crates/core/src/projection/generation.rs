@@ -14,7 +14,7 @@ use redis::RedisResult;
 
 use super::keys::KeyLayout;
 use super::member;
-use super::scripts::{REBUILD_CHUNK, SWITCH_GENERATION};
+use super::scripts::{REBUILD_CHUNK, SEAL_NEW, SWITCH_GENERATION};
 use super::{ReadModelError, Store, TimedConnection};
 use crate::db::source::SourceRow;
 use crate::model::BoardId;
@@ -172,6 +172,36 @@ impl Build {
             .await;
         Ok(unlinked.map(|_| ()))
     }
+}
+
+/// Seals the empty projection of `board`, which PostgreSQL has just created with no row (a
+/// competition's cohort, by its first entry), unless any of its keys exists
+/// (`lua/seal_new.lua`): then its first reads find it whole, with no rebuild. Answers whether
+/// it sealed.
+pub async fn seal_new(
+    store: &Store,
+    board: &BoardId,
+    order: Order,
+) -> Result<bool, ReadModelError> {
+    let keys = store.keys();
+    let mut conn = store.connection().await?;
+    let built_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let answer: String = SEAL_NEW
+        .key(keys.scores(board))
+        .key(keys.versions(board))
+        .key(keys.distinct(board))
+        .key(keys.metadata(board))
+        .key(keys.tombstones(board))
+        .key(keys.rebuild_meta(board))
+        .key(keys.meta(board))
+        .arg(uuid::Uuid::new_v4().simple().to_string())
+        .arg(built_at)
+        .arg(order.encode())
+        .invoke_async(&mut conn)
+        .await?;
+    Ok(answer == "sealed")
 }
 
 /// Up to `count` boards from the rebuild requests, at random (`SRANDMEMBER`): as stored,

@@ -62,6 +62,10 @@ pub static SWITCH_GENERATION: LazyLock<Script> =
 pub static REBUILD_CHUNK: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_prelude!("rebuild_chunk")));
 
+/// `lua/seal_new.lua` (with the prelude): seals the empty projection of a board PostgreSQL
+/// has just created, when none of its keys exists.
+pub static SEAL_NEW: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("seal_new")));
+
 /// `lua/observe.lua` (read-only): each user's stored version and the score of the member it
 /// names, in one snapshot.
 pub static OBSERVE: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("observe")));

@@ -11,7 +11,7 @@
 use crate::common::env;
 
 /// (function name, its file).
-const FUNCTIONS: [(&str, &str); 4] = [
+const FUNCTIONS: [(&str, &str); 5] = [
     (
         "lb_command_board",
         include_str!("../../src/board/sql/functions/lb_command_board.sql"),
@@ -27,6 +27,10 @@ const FUNCTIONS: [(&str, &str); 4] = [
     (
         "board_entry_counts_bump",
         include_str!("../../src/board/sql/functions/board_entry_counts_bump.sql"),
+    ),
+    (
+        "lb_competition_enter",
+        include_str!("../../src/competition/sql/functions/lb_competition_enter.sql"),
     ),
 ];
 

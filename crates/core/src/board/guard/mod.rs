@@ -274,6 +274,8 @@ impl Told {
             duplicate,
             improved: self.improved,
             period: self.period,
+            // Review rules and cohorts never meet (competition/declare.rs refuses them).
+            cohort: None,
             linked: Vec::new(),
         }
     }

@@ -10,7 +10,8 @@
 -- the first of these that applies. An erasure after the close replaces a row's user id with the
 -- pseudonym its events carry too, so (2) still holds for it: `erased` counts those rows.
 -- Scores held for review in the period are counted beside (3).
--- $1 board id, $2 period id.
+-- $1 board id, $2 period id (or a cohort's period key, <period>~<cohort>: its first 16 characters
+-- are the period's start).
 --
 -- Hash joins over the period's rows and events, whatever their number (the events are found
 -- by the BRIN index on created_at: from an hour before the period's start, which a command's
@@ -20,7 +21,7 @@ WITH c AS (
            coalesce((SELECT r.digest FROM period_reseals r
                      WHERE r.board_id = $1 AND r.period = $2
                      ORDER BY r.id DESC LIMIT 1), digest) AS digest,
-           to_timestamp($2, 'YYYYMMDD"T"HH24MISS"Z"')::timestamp AT TIME ZONE 'UTC' AS starts_at
+           to_timestamp(left($2, 16), 'YYYYMMDD"T"HH24MISS"Z"')::timestamp AT TIME ZONE 'UTC' AS starts_at
     FROM period_closes WHERE board_id = $1 AND period = $2
 ),
 reseals AS MATERIALIZED (

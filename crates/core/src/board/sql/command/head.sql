@@ -67,8 +67,16 @@ period AS (
     -- lb_command_board, board/sql/functions/: it reads the clock under the board's period
     -- lock). Only a command that may go ahead asks, so a repeat or one validated against
     -- another revision never waits for a close.
-    SELECT lb_command_board($2) AS board_id
-    WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)
+    -- A competition with cohorts (migration V18): the player's cohort of that period (its run),
+    -- `<board>~<period>~<cohort>`, by the player's entry; `run` is the period's board either
+    -- way (what an attempt is bound to) and `run_id` the period id.
+    SELECT r.board_id AS run, substr(r.board_id, length($2) + 2) AS run_id,
+           r.board_id || coalesce((
+               SELECT '~' || lpad(e.cohort::text, 6, '0') FROM competition_entries e
+               WHERE e.competition_id = $2 AND e.run = substr(r.board_id, length($2) + 2)
+                 AND e.user_id = $3 AND e.cohort IS NOT NULL), '') AS board_id
+    FROM (SELECT lb_command_board($2) AS board_id
+          WHERE NOT EXISTS (SELECT 1 FROM prior) AND (SELECT current FROM definition)) r
 ),
 attempt AS (
     -- The attempt the command comes from ($20, issue 38; NULL: none, and no row), locked: two
@@ -93,7 +101,7 @@ attempt_verdict AS (
                WHEN a.used_by = $1 THEN NULL
                WHEN a.used_by IS NOT NULL THEN 'attempt_used'
                WHEN a.expires_at <= clock_timestamp()
-                    OR a.period_board <> (SELECT board_id FROM period) THEN 'attempt_expired'
+                    OR a.period_board <> (SELECT run FROM period) THEN 'attempt_expired'
                WHEN a.ready_at > clock_timestamp() THEN 'attempt_too_fast'
            END AS refusal,
            a.used_by,
@@ -102,17 +110,25 @@ attempt_verdict AS (
     FROM (SELECT 1) one LEFT JOIN attempt a ON true
 ),
 admission AS (
-    -- A competition's board (migration V17, competition/): scores only inside its window and,
-    -- when it requires entry, only from an entrant. NULL: admitted, or not a competition.
+    -- A competition's board (migrations V17, V18, competition/): scores only inside its window
+    -- (a recurring one's: duration_s from its run's start) and, when it requires entry, only
+    -- from an entrant of the run. NULL: admitted, or not a competition.
     SELECT CASE
-               WHEN clock_timestamp() < c.starts_at THEN 'competition_not_started'
-               WHEN clock_timestamp() >= c.ends_at THEN 'competition_ended'
+               WHEN c.starts_at IS NOT NULL AND clock_timestamp() < c.starts_at
+                   THEN 'competition_not_started'
+               WHEN c.ends_at IS NOT NULL AND clock_timestamp() >= c.ends_at
+                   THEN 'competition_ended'
+               WHEN c.duration_s IS NOT NULL AND p.run_id <> '' AND clock_timestamp()
+                        >= to_timestamp(p.run_id, 'YYYYMMDD"T"HH24MISS"Z"')::timestamp
+                           AT TIME ZONE 'UTC' + c.duration_s * interval '1 second'
+                   THEN 'competition_ended'
                WHEN c.entry_required AND NOT EXISTS (
                    SELECT 1 FROM competition_entries e
-                   WHERE e.competition_id = $2 AND e.user_id = $3
+                   WHERE e.competition_id = $2 AND e.run = p.run_id AND e.user_id = $3
                ) THEN 'competition_not_entered'
            END AS refusal
     FROM (SELECT 1) one LEFT JOIN competitions c ON c.competition_id = $2
+         LEFT JOIN period p ON true
 ),
 barred AS (
     -- Why the command may not go ahead before its operator's rule is asked: its attempt's
