@@ -180,9 +180,14 @@ pub struct KindsFigures {
     pub kinds: Vec<KindFigures>,
     /// Players' commands with and without attempts (issue 38).
     pub attempts: crate::attempts::AttemptFigures,
-    /// Entries into a tournament at each client count (issue 39), beside the `add` board's
-    /// commands.
+    /// Entries into a tournament with cohorts at each client count (issue 39), beside the
+    /// `add` board's commands; the cohorts they opened, and how many were sealed by their
+    /// first entry.
     pub entries: Vec<Throughput>,
+    pub cohorts_opened: u64,
+    pub cohorts_sealed: u64,
+    /// A run of 2,000 cohorts closed and verified; a cohort's reads against a board's.
+    pub close: crate::competitions::CloseFigures,
 }
 
 const LOAD_PERCENT: u32 = 50;
@@ -264,6 +269,8 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
             visible: merge(levels),
         })
         .collect();
+    let (entries, (cohorts_opened, cohorts_sealed)) =
+        crate::competitions::entries(clients_levels, seconds, rounds).await?;
     Ok(KindsFigures {
         seconds,
         visible_seconds,
@@ -271,11 +278,13 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
         visible_rate_per_s: rate,
         kinds,
         attempts: crate::attempts::attempt_round_trip(quick).await?,
-        entries: crate::competitions::entries(clients_levels, seconds, rounds)
-            .await?
+        entries: entries
             .into_iter()
             .map(|(clients, runs)| throughput(clients, runs))
             .collect(),
+        cohorts_opened,
+        cohorts_sealed,
+        close: crate::competitions::close(quick).await?,
     })
 }
 

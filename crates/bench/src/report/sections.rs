@@ -171,9 +171,9 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
     ));
     for (e, add) in k.entries.iter().zip(&add.commands) {
         out.push_str(&format!(
-            "\nEntries into a tournament (issue 39), {} clients, every entry a new player: \
-             {:.0} /s ({}; p50 {:.2} ms, p99 {:.2} ms), {:.2} of the `add` board's commands \
-             (target: at least 0.7).\n",
+            "\nEntries into a tournament with cohorts of 50 (issue 39), {} clients, every entry \
+             a new player: {:.0} /s ({}; p50 {:.2} ms, p99 {:.2} ms), {:.2} of the `add` board's \
+             commands (target: at least 0.7).\n",
             e.clients,
             e.per_s,
             spread(&e.rounds_per_s, 0),
@@ -182,6 +182,26 @@ pub(super) fn kinds_table(k: &KindsFigures) -> String {
             e.per_s / add.per_s
         ));
     }
+    let c = &k.close;
+    out.push_str(&format!(
+        "\nCohorts the entries opened: {} of {} sealed by their first entry (read from a whole \
+         projection from then on; target: all, within 1 s of the first entry). A run of {} \
+         cohorts ({} entrants, seeded in {:.1} s): closed in {:.2} s, verified in {:.2} s \
+         ({}). A cohort's `top?limit=10` at {} clients: {:.0} /s against {:.0} /s for a plain \
+         board of as many members, {:.2} (target: at least 0.9).\n",
+        k.cohorts_sealed,
+        k.cohorts_opened,
+        c.cohorts,
+        c.entrants,
+        c.seed_seconds,
+        c.close_seconds,
+        c.verify_seconds,
+        if c.holds { "holds" } else { "DOES NOT HOLD" },
+        c.clients,
+        c.cohort_top_per_s,
+        c.board_top_per_s,
+        c.cohort_top_per_s / c.board_top_per_s
+    ));
     out
 }
 
