@@ -97,7 +97,7 @@ pub(super) struct PlayerFigures {
 }
 
 /// The ledger, also after a client panicked while holding it (its data is still whole).
-pub(super) fn lock(ledger: &Mutex<Ledger>) -> std::sync::MutexGuard<'_, Ledger> {
+pub(super) fn lock<T>(ledger: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     ledger
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -35,6 +35,14 @@
 //! on every fed board (`recorded`), which counts under that board's own rule; refused (a value
 //! past `chaos-h`'s bounds) or never accepted, it has none on any.
 //!
+//! Competitions (issue 39): `chaos-cup` is a league with cohorts of 3 over a board that resets
+//! every 3 s; one client enters players and posts their scores through the faults, and the
+//! league's runs close while they go on (a run's close waits for its rows, and the next run's
+//! entries for the close). `cup.rs` checks it apart: capacities, each entry in the cohort its
+//! answer named, each score's event on its cohort, the cohorts' entries against the accepted
+//! commands, every cohort's projection against PostgreSQL before any pass, and after the pass
+//! every ended run closed and `competition::verify` holding run after run.
+//!
 //! It runs on a database of its own and a redis-server of its own (on a free port), so it can
 //! flush and crash Redis without touching anyone's data.
 
@@ -42,6 +50,7 @@ mod api;
 mod check;
 mod client;
 mod compare;
+mod cup;
 mod drain;
 mod expected;
 mod faults;
@@ -72,7 +81,7 @@ use compare::{AfterModeration, BeforeRepair, before_repair};
 use drain::{Drained, wait_drained};
 pub use faults::Fault;
 use faults::Probes;
-use ledger::Ledger;
+use ledger::{Ledger, lock};
 use metrics::FinalPass;
 use rng::Rng;
 use seasons::{DbClock, SeasonChecks};
@@ -163,6 +172,9 @@ struct Run<'a> {
     rng: Rng,
     probes: Probes,
     seasons: SeasonChecks,
+    /// The league with cohorts: its client's ledger and its checks (`cup.rs`).
+    cup: Arc<Mutex<cup::CupLedger>>,
+    cup_checks: cup::CupChecks,
 }
 
 /// The run, phase by phase; the module's comment says what each one holds the product to.
@@ -179,6 +191,7 @@ async fn chaos(
     let boards = run_boards(stack).await?;
     let lost = run.lose_a_board(&boards).await?;
     let before = before_repair(stack, &boards, &run.probes.corrupted).await?;
+    cup::before_repair(stack, &mut run.cup_checks).await?;
     let (after_applied, after) = run.moderate_after_the_faults(&boards).await?;
     let pass = run.final_pass(&boards).await?;
     let (ledger, checked, mismatches) = run
@@ -193,6 +206,7 @@ async fn chaos(
         ledger: &ledger,
         probes: &run.probes,
         seasons: &run.seasons,
+        cup: &run.cup_checks,
         injected: &injected,
         drained: &drained,
         lost: &lost,
@@ -220,6 +234,7 @@ impl<'a> Run<'a> {
         let started = Instant::now();
         let api = stack.start_api()?;
         api::declare(stack).await?;
+        cup::declare(stack).await?;
         let clock = DbClock::measure(stack).await?;
         let projectors = (0..options.projectors.max(1))
             .map(|_| stack.start(PROJECTOR, &[]))
@@ -248,6 +263,8 @@ impl<'a> Run<'a> {
             rng: Rng(options.seed),
             probes: Probes::default(),
             seasons: SeasonChecks::default(),
+            cup: Arc::default(),
+            cup_checks: cup::CupChecks::default(),
         })
     }
 
@@ -276,6 +293,14 @@ impl<'a> Run<'a> {
             Rng(options.seed ^ 0x706c_6179_6572_7321),
             deadline,
         ));
+        // One league client: entries into cohorts, and their players' scores (`cup.rs`).
+        let cup = tokio::spawn(cup::client(
+            api_addr,
+            stack.bearer.clone(),
+            self.cup.clone(),
+            Rng(options.seed ^ 0x6c65_6167_7565_2121),
+            deadline,
+        ));
         // One moderation loop (one action at a time: its order is the database's, see
         // `moderation`), with choices of its own from the seed.
         let moderator = tokio::spawn(moderator::moderator(
@@ -301,6 +326,7 @@ impl<'a> Run<'a> {
         }
         moderator.await.context("the moderation loop failed")?;
         players.await.context("the players' client failed")?;
+        cup.await.context("the league's client failed")?;
         Ok(injected)
     }
 
@@ -398,6 +424,8 @@ impl<'a> Run<'a> {
         // The projectors still run: a period whose close waits for rows held at a corrupted
         // member is closed once the repaired member's rows are projected (`check_closes`).
         seasons::check_closes(stack, boards, &self.probes.corrupted, &mut self.seasons).await?;
+        let cup = std::mem::take(&mut *lock(&self.cup));
+        cup::after_pass(stack, &cup, &mut self.cup_checks).await?;
         for p in self.projectors.iter_mut() {
             tokio::task::block_in_place(|| p.terminate(Duration::from_secs(15)));
         }
@@ -451,6 +479,7 @@ impl<'a> Run<'a> {
         let checked = check::check(self.stack, &ledger, &self.clock, &mut self.seasons).await?;
         mismatches.extend(checked.problems.iter().cloned());
         mismatches.extend(self.seasons.problems.iter().cloned());
+        mismatches.extend(self.cup_checks.problems.iter().cloned());
         // The moderation ledger, each action with what the api answered and when, beside the
         // report.
         let actions: Vec<serde_json::Value> = ledger

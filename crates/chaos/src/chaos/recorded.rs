@@ -44,6 +44,10 @@ pub(super) async fn recorded_events(
     for r in &rows {
         let id: Uuid = r.try_get(0)?;
         let raw: String = r.try_get(1)?;
+        // The league's events are checked apart (`cup.rs`).
+        if super::cup::is_cup(&raw) {
+            continue;
+        }
         let written = BoardId::parse_stored(&raw).ok();
         // A board not of the run, a period of a board that does not reset, or a board that
         // resets written without a period.

@@ -29,6 +29,7 @@ pub(super) struct Figures<'a> {
     pub(super) ledger: &'a Ledger,
     pub(super) probes: &'a Probes,
     pub(super) seasons: &'a SeasonChecks,
+    pub(super) cup: &'a super::cup::CupChecks,
     pub(super) injected: &'a BTreeMap<Fault, u64>,
     pub(super) drained: &'a Drained,
     /// The board deleted after the drain.
@@ -81,6 +82,7 @@ pub(super) fn markdown(f: &Figures) -> String {
         probe_rows(f),
         comparison_rows(f),
         period_rows(f),
+        cup_rows(f),
         pass_rows(f),
     ];
     for (name, value) in rows.into_iter().flatten() {
@@ -340,6 +342,25 @@ fn comparison_rows(f: &Figures) -> Vec<(&'static str, String)> {
         (
             "after the faults: moderation actions applied / boards whole and equal after their drain",
             format!("{after_applied} / {after_equal}"),
+        ),
+    ]
+}
+
+/// The checks of the league with cohorts.
+fn cup_rows(f: &Figures) -> Vec<(&'static str, String)> {
+    let c = f.cup;
+    vec![
+        (
+            "league: entries (run, player) / scores accepted / cohort boards",
+            format!("{} / {} / {}", c.entries, c.accepted, c.cohorts),
+        ),
+        (
+            "league: cohorts whole and equal to PostgreSQL before any pass / rebuilt first",
+            format!("{} / {}", c.whole_equal, c.rebuilt),
+        ),
+        (
+            "league: runs closed and verified (digests chained run to run)",
+            format!("{} ({})", c.runs_closed, c.verified),
         ),
     ]
 }

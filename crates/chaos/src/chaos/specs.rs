@@ -264,6 +264,10 @@ pub(super) async fn run_boards(stack: &Stack) -> anyhow::Result<Vec<BoardId>> {
     let client = stack.db.client().await?;
     for r in client.query(STORED_BOARDS, &[]).await? {
         let raw: String = r.try_get(0)?;
+        // The league's cohorts are checked apart (`cup.rs`).
+        if super::cup::is_cup(&raw) {
+            continue;
+        }
         boards.insert(BoardId::parse_stored(&raw).with_context(|| format!("board id {raw:?}"))?);
     }
     Ok(boards.into_iter().collect())
