@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use ledgerboard_core::board::periods::Outcome;
 use ledgerboard_core::config::Millis;
 use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::read::{self, Seal};
@@ -303,6 +304,14 @@ async fn a_league_moves_players_between_tiers_run_after_run_under_a_chain_of_dig
     for (user, points) in [("ann", 10), ("bob", 5), ("cat", 3), ("dan", 8)] {
         score(&p, "ladder", user, points).await;
     }
+    // Cat is banned before the close: left out of its cohort's standings, which the
+    // verification explains.
+    let ban = json!({"action_id": uuid::Uuid::new_v4().to_string(), "action": "ban",
+                     "user_id": "cat", "reason": "aimbot"});
+    let (status, body) = p
+        .request(TEST_TOKEN, "POST", "/v1/moderation", Some(ban))
+        .await;
+    assert!(status.is_success(), "{body}");
     // A score from a player who did not enter this run is refused.
     let (status, body) = p
         .post_json(
@@ -394,9 +403,42 @@ async fn a_league_moves_players_between_tiers_run_after_run_under_a_chain_of_dig
     let (_, verified) = p
         .get(TEST_TOKEN, "/v1/competitions/ladder/verification")
         .await;
-    assert_eq!(verified["outcome"], json!("holds"), "{verified}");
+    assert_eq!(
+        verified["outcome"],
+        json!("holds_with_explained_changes"),
+        "{verified}"
+    );
     let runs = verified["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2, "{verified}");
+    // Each board of a run verified in one statement says what `period verify` says of it
+    // alone: run 1's cohort 2 left cat out (banned at the close), the rest hold.
+    let db = p.env.database();
+    let ladder = BoardId::parse("ladder").expect("id");
+    for (run, checked) in [(&run1, &runs[0]), (&run2, &runs[1])] {
+        let mut alone = [0i64; 3];
+        for cohort in 1..=2 {
+            let key = format!("{run}~{cohort:06}");
+            let Some(v) = ledgerboard_core::board::periods::verify(&db, &ladder, &key)
+                .await
+                .expect("verify")
+            else {
+                continue;
+            };
+            alone[match v.outcome() {
+                Outcome::Holds => 0,
+                Outcome::HoldsWithExplainedChanges => 1,
+                Outcome::DoesNotHold => 2,
+            }] += 1;
+        }
+        let grouped = [
+            &checked["boards_hold"],
+            &checked["boards_explained"],
+            &checked["boards_broken"],
+        ]
+        .map(|n| n.as_i64().unwrap_or(-1));
+        assert_eq!(grouped, alone, "run {run}: {checked}");
+    }
+    assert_eq!(runs[0]["boards_explained"], json!(1), "{verified}");
     let (_, r1) = p
         .request(
             TEST_TOKEN,

@@ -169,10 +169,13 @@ pub async fn verify(
         .query(&tx, &VERIFY, [&board.base().as_str(), &period])
         .await?;
     commit(tx).await?;
-    let Some(r) = rows.into_iter().next() else {
-        return Ok(None);
-    };
-    Ok(Some(Verification {
+    rows.first().map(of_row).transpose()
+}
+
+/// A verification as `sql/period_verify.sql` (and, per board of a competition's run,
+/// `competition/sql/verify_boards.sql`) answers it: one row of the same columns.
+pub(crate) fn of_row(r: &tokio_postgres::Row) -> Result<Verification, StoreError> {
+    Ok(Verification {
         rows: r.try_get("rows")?,
         entries: r.try_get("entries")?,
         digest_matches: r
@@ -190,7 +193,7 @@ pub async fn verify(
         left_out_unexplained: r.try_get("left_out_unexplained")?,
         held_pending: r.try_get("held_pending")?,
         held_rejected: r.try_get("held_rejected")?,
-    }))
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Verifying a competition's closed runs, oldest first (`lbctl competition verify`): each
 //! run's record against its lines and the run before it (`sql/verify_run.sql`: digest, chain,
-//! boards, moves), and each of its boards' frozen standings as a period's are verified
-//! (`board::verification`, by the board's period key). The outcome is a period's three: a run
+//! boards, moves), and each of its boards' frozen standings checked as a period's are
+//! (`board::verification`'s checks and outcome, every board of the run in one statement:
+//! `sql/verify_boards.sql`). The outcome is a period's three: a run
 //! holds when its record and every board hold; it holds with explained changes when a board
 //! does; anything else does not hold, and neither does any later run whose chain runs through
 //! it.
@@ -9,8 +10,9 @@
 use serde::Serialize;
 use tokio_postgres::types::Type;
 
+use crate::board::periods::{TIMEOUT, WHOLE_PERIOD_TIMEOUT};
 use crate::board::verification::{self, Outcome};
-use crate::db::{Database, Op, Statement, StoreError};
+use crate::db::{Database, Op, Statement, StoreError, commit};
 use crate::model::BoardId;
 
 /// Parameters: competition, run.
@@ -26,9 +28,9 @@ static RUNS: Statement<3> = Statement::new(
     [Type::TEXT, Type::TEXT, Type::INT8],
 );
 /// Parameters: competition, run.
-pub(super) static RUN_BOARDS: Statement<2> = Statement::new(
-    Op::Competition,
-    include_str!("sql/run_boards.sql"),
+static VERIFY_BOARDS: Statement<2> = Statement::new(
+    Op::CompetitionClose,
+    include_str!("sql/verify_boards.sql"),
     [Type::TEXT, Type::TEXT],
 );
 
@@ -133,22 +135,27 @@ async fn verify_run(db: &Database, id: &BoardId, run: &str) -> Result<RunVerific
         boards_broken: 0,
         problems: Vec::new(),
     };
-    for board in db.query(&RUN_BOARDS, [&id.as_str(), &run]).await? {
+    // Every board of the run in one statement, bounded as a period's verification is.
+    let mut client = db.client().await?;
+    let tx = client.transaction().await?;
+    let stmts = db.statements();
+    let bound = format!("{}ms", WHOLE_PERIOD_TIMEOUT.as_millis());
+    stmts.query(&tx, &TIMEOUT, [&bound]).await?;
+    let boards = stmts
+        .query(&tx, &VERIFY_BOARDS, [&id.as_str(), &run])
+        .await?;
+    commit(tx).await?;
+    for board in &boards {
         let key: String = board.try_get("period")?;
-        match verification::verify(db, id, &key).await? {
-            Some(v) => match v.outcome() {
-                Outcome::Holds => checked.boards_hold += 1,
-                Outcome::HoldsWithExplainedChanges => checked.boards_explained += 1,
-                Outcome::DoesNotHold => {
-                    checked.boards_broken += 1;
-                    checked
-                        .problems
-                        .push(format!("board {key}: {}", v.describe()));
-                }
-            },
-            None => {
+        let v = verification::of_row(board)?;
+        match v.outcome() {
+            Outcome::Holds => checked.boards_hold += 1,
+            Outcome::HoldsWithExplainedChanges => checked.boards_explained += 1,
+            Outcome::DoesNotHold => {
                 checked.boards_broken += 1;
-                checked.problems.push(format!("board {key}: not closed"));
+                checked
+                    .problems
+                    .push(format!("board {key}: {}", v.describe()));
             }
         }
     }
