@@ -373,7 +373,7 @@ pub struct ResultsQuery {
         (status = 401, description = "reads need a token (`auth.reads = token`)", body = ErrorBody),
         (status = 403, description = "the token may not read", body = ErrorBody),
         (status = 404, description = "`competition_unknown`, `competition_run_unknown`", body = ErrorBody),
-        (status = 422, description = "`out_of_range`, `invalid_board_id`", body = ErrorBody),
+        (status = 422, description = "`out_of_range`, `invalid_board_id`, `cohort_required` (a competition with cohorts ranks by cohort)", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "competitions",

@@ -366,6 +366,18 @@ async fn a_league_moves_players_between_tiers_run_after_run_under_a_chain_of_dig
         ),
         "{results}"
     );
+    // A run with cohorts ranks by cohort: its results name one.
+    let (status, body) = p
+        .get(
+            TEST_TOKEN,
+            &format!("/v1/competitions/ladder/results?run={run1}"),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "cohort_required"),
+        "{body}"
+    );
     // Ann's history: silver now, moved up by run 1's close from first place.
     let (_, ann) = p
         .get(TEST_TOKEN, "/v1/competitions/ladder/players/ann")

@@ -70,6 +70,14 @@ pub async fn results(
     let Some(run) = run.map(str::to_owned).or_else(|| competition.run.clone()) else {
         return Err(CompetitionError::UnknownRun);
     };
+    // With cohorts the run's standings are its cohorts': its own board holds nobody.
+    if competition.cohort_size.is_some() && cohort.is_none() {
+        return Err(CompetitionError::Invalid(
+            "cohort_required",
+            "this competition ranks by cohort: name one with cohort= (an entry answers its cohort)"
+                .to_owned(),
+        ));
+    }
     let board = match cohort {
         Some(c) => id.in_cohort(&run, c),
         None => id.in_period(&run),
