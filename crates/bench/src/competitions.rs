@@ -59,7 +59,7 @@ async fn open_competition(
             &[&(seconds as i64 + 1)],
         )
         .await?
-        .get(0);
+        .try_get(0)?;
     stack
         .put(
             &format!("/v1/competitions/{id}"),
