@@ -32,15 +32,14 @@
 //!   rolled back before COMMIT and each command runs alone, the set in a transaction of its
 //!   own.
 
-use std::sync::Arc;
-
 use futures_util::future::join_all;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::apply::Bound;
 use super::command::ScoreCommand;
 use super::link::{Judged, Refused, apply_set, judge_rows};
 use super::operator::PARAMETER_COUNT;
+use crate::db::group_queue::GroupQueue;
 use crate::db::metrics;
 use crate::db::pipeline::Finish;
 use crate::db::{Database, Op, StoreError, pipeline};
@@ -54,11 +53,11 @@ struct Pending {
     reply: oneshot::Sender<Result<CommandOutcome, Refused>>,
 }
 
-/// The queue of score commands and its workers. Cheap to clone; the workers stop once every
-/// clone is dropped and the queue is empty.
+/// The queue of score commands and its workers (`db/group_queue.rs`). Cheap to clone; the
+/// workers stop once every clone is dropped and the queue is empty.
 #[derive(Clone)]
 pub struct CommandGroups {
-    queue: mpsc::Sender<Pending>,
+    queue: GroupQueue<Pending>,
 }
 
 impl CommandGroups {
@@ -66,21 +65,16 @@ impl CommandGroups {
     /// Must be called within a Tokio runtime. `max_size` 1 turns grouping off: every command
     /// runs alone.
     pub fn start(db: Database, workers: usize, max_size: usize) -> Self {
-        let workers = workers.max(1);
-        let max_size = max_size.max(1);
-        // Room for every worker's next group; past that a command waits for room (its request
-        // is bounded by the api's own timeout).
-        let (queue, rx) = mpsc::channel(workers * max_size);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..workers {
-            tokio::spawn(work(db.clone(), rx.clone(), max_size));
-        }
+        let queue = GroupQueue::start(workers, max_size, move |group| {
+            let db = db.clone();
+            async move { run(&db, group).await }
+        });
         Self { queue }
     }
 
     /// Commands waiting for a worker.
     pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity()
+        self.queue.queued()
     }
 
     /// Applies a command to its board and the boards it feeds (`set`: the board it was sent
@@ -91,34 +85,13 @@ impl CommandGroups {
         set: Vec<ScoreCommand>,
         traceparent: Option<String>,
     ) -> Result<CommandOutcome, Refused> {
-        let (reply, answer) = oneshot::channel();
-        let pending = Pending {
-            set,
-            traceparent,
-            reply,
-        };
-        if self.queue.send(pending).await.is_err() {
-            return Err(StoreError::Unavailable("the command queue has stopped".to_owned()).into());
-        }
-        answer.await.map_err(|_| {
-            StoreError::Internal("the command's group ended without an answer".to_owned())
-        })?
-    }
-}
-
-/// One worker: takes what is waiting, runs it, and again, until the queue closes.
-async fn work(db: Database, rx: Arc<Mutex<mpsc::Receiver<Pending>>>, max_size: usize) {
-    let mut group = Vec::with_capacity(max_size);
-    loop {
-        {
-            // The worker holding the lock waits for the next command; the others wait for the
-            // lock. Whatever queued meanwhile leaves with that command.
-            let mut rx = rx.lock().await;
-            if rx.recv_many(&mut group, max_size).await == 0 {
-                return;
-            }
-        }
-        run(&db, std::mem::take(&mut group)).await;
+        self.queue
+            .ask("command", |reply| Pending {
+                set,
+                traceparent,
+                reply,
+            })
+            .await?
     }
 }
 

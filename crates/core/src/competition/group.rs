@@ -13,15 +13,14 @@
 //! entry runs again alone: entries are idempotent per player and run, so one whose group did
 //! commit answers as a repeat.
 
-use std::sync::Arc;
-
 use futures_util::future::join_all;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::CompetitionError;
 use super::enter::{ENTER, Entered, check_rating, enter, entered};
+use crate::db::group_queue::GroupQueue;
 use crate::db::pipeline::{self, Finish};
-use crate::db::{Database, Op, Params, StoreError};
+use crate::db::{Database, Op, Params};
 use crate::model::{BoardId, UserId};
 
 /// An entry waiting for its group, and where its answer goes.
@@ -35,23 +34,21 @@ struct Pending {
     reply: oneshot::Sender<Result<Entered, CompetitionError>>,
 }
 
-/// The queue of entries and its workers. Cheap to clone; the workers stop once every clone is
-/// dropped and the queue is empty.
+/// The queue of entries and its workers (`db/group_queue.rs`). Cheap to clone; the workers
+/// stop once every clone is dropped and the queue is empty.
 #[derive(Clone)]
 pub struct EntryGroups {
-    queue: mpsc::Sender<Pending>,
+    queue: GroupQueue<Pending>,
 }
 
 impl EntryGroups {
     /// Starts `workers` workers, each running groups of at most `max_size` entries on `db`
     /// (1: every entry alone). Must be called within a Tokio runtime.
     pub fn start(db: Database, workers: usize, max_size: usize) -> Self {
-        let (workers, max_size) = (workers.max(1), max_size.max(1));
-        let (queue, rx) = mpsc::channel(workers * max_size);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..workers {
-            tokio::spawn(work(db.clone(), rx.clone(), max_size));
-        }
+        let queue = GroupQueue::start(workers, max_size, move |group| {
+            let db = db.clone();
+            async move { run(&db, group).await }
+        });
         Self { queue }
     }
 
@@ -64,34 +61,16 @@ impl EntryGroups {
         rating: Option<i64>,
     ) -> Result<Entered, CompetitionError> {
         check_rating(rating)?;
-        let (reply, answer) = oneshot::channel();
-        let pending = Pending {
-            id_text: id.as_str().to_owned(),
-            user_text: user.as_str().to_owned(),
-            id,
-            user,
-            rating,
-            reply,
-        };
-        if self.queue.send(pending).await.is_err() {
-            return Err(StoreError::Unavailable("the entry queue has stopped".to_owned()).into());
-        }
-        answer.await.map_err(|_| {
-            StoreError::Internal("the entry's group ended without an answer".to_owned())
-        })?
-    }
-}
-
-async fn work(db: Database, rx: Arc<Mutex<mpsc::Receiver<Pending>>>, max_size: usize) {
-    let mut group = Vec::with_capacity(max_size);
-    loop {
-        {
-            let mut rx = rx.lock().await;
-            if rx.recv_many(&mut group, max_size).await == 0 {
-                return;
-            }
-        }
-        run(&db, std::mem::take(&mut group)).await;
+        self.queue
+            .ask("entry", |reply| Pending {
+                id_text: id.as_str().to_owned(),
+                user_text: user.as_str().to_owned(),
+                id,
+                user,
+                rating,
+                reply,
+            })
+            .await?
     }
 }
 

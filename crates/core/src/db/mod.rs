@@ -7,6 +7,7 @@
 //! [`Statements::query`] and its siblings on a transaction the caller holds (timed).
 
 mod errors;
+pub mod group_queue;
 pub mod history;
 pub mod metrics;
 mod migrations;
