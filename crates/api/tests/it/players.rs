@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 /// The HS256 secret of kid `k1` (35 bytes, base64url).
 pub(crate) const SECRET: &str = "cGxheWVyLXRva2Vucy1zZWNyZXQtb2YtdGhlLXRlc3Q";
 /// Another secret, under the same kid: what a forger without the secret has.
-const FORGED: &str = "Zm9yZ2VkLWZvcmdlZC1mb3JnZWQtZm9yZ2VkLWZvcmdlZA";
+pub(crate) const FORGED: &str = "Zm9yZ2VkLWZvcmdlZC1mb3JnZWQtZm9yZ2VkLWZvcmdlZA";
 
 pub(crate) struct Players {
     pub(crate) env: TestEnv,
