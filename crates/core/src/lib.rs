@@ -8,6 +8,7 @@ pub mod competition;
 pub mod config;
 pub mod daemon;
 pub mod db;
+pub mod events;
 pub mod ids;
 pub mod model;
 pub mod projection;

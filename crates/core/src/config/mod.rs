@@ -2,7 +2,7 @@
 //! `LEDGERBOARD__<SECTION>__<NAME>` (for example `LEDGERBOARD__DATABASE__URL`).
 //!
 //! Every binary reads the shared sections defined here (`[database]`, `[redis]`,
-//! `[shutdown]`, `[log]`, `[telemetry]`) and the sections of its own daemon, defined in the
+//! `[shutdown]`, `[log]`, `[telemetry]`, `[events]`) and the sections of its own daemon, defined in the
 //! daemon's crate (`settings.rs`) as a [`DaemonSection`]. It does not read the other daemons'
 //! sections at all, so a value there that this binary would not understand cannot stop it.
 //! A value of the wrong type or outside its bound in a section it reads stops it with a
@@ -13,6 +13,7 @@
 
 mod bounds;
 mod database;
+mod events;
 mod load;
 mod log;
 mod redis;
@@ -29,6 +30,7 @@ pub use bounds::{Count, Millis, OutOfRange};
 pub use database::{
     DatabaseSettings, PostgresTarget, SslMode, parse_postgres_target, parse_postgres_url,
 };
+pub use events::EventsSettings;
 pub use load::{Loaded, NotRead, check_refusals, env_map, load, load_from, read_from};
 pub use log::{LogFormat, LogSettings};
 pub use redis::RedisSettings;
@@ -82,13 +84,21 @@ pub struct Settings<D = SharedOnly> {
     pub shutdown: ShutdownSettings,
     pub log: LogSettings,
     pub telemetry: TelemetrySettings,
+    pub events: EventsSettings,
     /// Read from the same sources in a second pass (see [`read_from`]).
     #[serde(skip)]
     pub daemon: D,
 }
 
 /// The names of the shared sections, as in the file.
-pub const SHARED_SECTIONS: [&str; 5] = ["database", "redis", "shutdown", "log", "telemetry"];
+pub const SHARED_SECTIONS: [&str; 6] = [
+    "database",
+    "redis",
+    "shutdown",
+    "log",
+    "telemetry",
+    "events",
+];
 
 /// Every daemon's own sections and the binary that reads each (`reconciler` also `lbctl
 /// rebuild`): a binary that meets another daemon's section names it as such instead of
@@ -154,6 +164,7 @@ impl<D> Settings<D> {
             shutdown: self.shutdown.clone(),
             log: self.log.clone(),
             telemetry: self.telemetry.clone(),
+            events: self.events.clone(),
             daemon,
         }
     }
@@ -174,6 +185,7 @@ impl<D: DaemonSection> Settings<D> {
         self.redis.validate()?;
         self.log.validate()?;
         self.telemetry.validate()?;
+        self.events.validate()?;
         D::validate(self)
     }
 }

@@ -92,6 +92,12 @@ pub enum Op {
     Competition,
     /// A competition run's close (`competition/sql/close_*.sql`) and its verification.
     CompetitionClose,
+    /// The event log's sequencer (events/sequence.rs).
+    EventSequence,
+    /// The event feed's pages and the log's bounds (events/feed.rs).
+    EventFeed,
+    /// The event log's retention.
+    EventSweep,
 }
 
 impl Label for Op {
@@ -141,6 +147,9 @@ impl Label for Op {
         Op::Review,
         Op::Competition,
         Op::CompetitionClose,
+        Op::EventSequence,
+        Op::EventFeed,
+        Op::EventSweep,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -197,6 +206,9 @@ impl Op {
             Op::Review => "review",
             Op::Competition => "competition",
             Op::CompetitionClose => "competition_close",
+            Op::EventSequence => "event_sequence",
+            Op::EventFeed => "event_feed",
+            Op::EventSweep => "event_sweep",
         }
     }
 }

@@ -10,6 +10,7 @@ mod commands;
 mod common;
 mod definitions;
 mod entry_counts;
+mod events;
 mod functions;
 mod generation;
 mod history;

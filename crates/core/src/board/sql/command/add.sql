@@ -30,7 +30,8 @@ upserted AS (
         WHERE s.score + EXCLUDED.score BETWEEN $8 AND $9
           AND s.col2 + EXCLUDED.col2 BETWEEN $15 AND $16
           AND s.col3 + EXCLUDED.col3 BETWEEN $17 AND $18
-    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden
+    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden,
+              xmax = 0 AS inserted
 ),
 written AS (
     -- delta keeps version 4's statements able to read the event during a rolling upgrade.

@@ -8,9 +8,10 @@
 -- does not improve (equal included: the standing one was reached first) changes nothing and
 -- writes no outbox row, but is recorded (its event id is used) with improved = false and the
 -- standing tuple and version, which is what it answers, now and on every repeat. The standing
--- row is read in the statement's snapshot; a row committed by a concurrent first submission
--- after it (the ON CONFLICT waited for it and found it better) is not there yet: then the
--- answer says 'retry', nothing is written, and the caller runs the statement again.
+-- row is the one `held` (head.sql) locked; a row inserted by a concurrent first submission
+-- after the statement's snapshot (the ON CONFLICT waited for it and found it better) was not
+-- there to lock: then the answer says 'retry', nothing is written, and the caller runs the
+-- statement again.
 rule AS (
     SELECT 'best'::text AS operator, 'retry'::text AS refusal
 ),
@@ -36,12 +37,13 @@ upserted AS (
                    THEN (EXCLUDED.score, EXCLUDED.col2, EXCLUDED.col3) > (s.score, s.col2, s.col3)
                    ELSE (EXCLUDED.score, EXCLUDED.col2, EXCLUDED.col3) < (s.score, s.col2, s.col3)
               END
-    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden
+    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden,
+              xmax = 0 AS inserted
 ),
 standing AS (
-    SELECT board_id, score, col2, col3, version FROM user_scores
-    WHERE board_id = (SELECT board_id FROM go) AND user_id = $3
-      AND NOT EXISTS (SELECT 1 FROM upserted)
+    -- The tuple the upsert compared with: `held` (head.sql) read it under the row lock.
+    SELECT (SELECT board_id FROM go) AS board_id, score, col2, col3, version FROM held
+    WHERE EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM upserted)
 ),
 written AS (
     SELECT board_id, score, col2, col3, version, true AS improved, NULL::integer AS delta

@@ -26,7 +26,8 @@ upserted AS (
                        THEN s.tie ELSE EXCLUDED.tie END,
             metadata = coalesce(EXCLUDED.metadata, s.metadata),
             updated_at = now()
-    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden
+    RETURNING board_id, score, col2, col3, version, tie, metadata, hidden,
+              xmax = 0 AS inserted
 ),
 written AS (
     SELECT board_id, score, col2, col3, version, true AS improved, NULL::integer AS delta

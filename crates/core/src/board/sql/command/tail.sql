@@ -11,6 +11,27 @@ event AS (
     RETURNING board_id, user_id, operator, submitted, submitted2, submitted3,
               metadata::text AS metadata, score, col2, col3, version, improved
 ),
+-- The event log (migration V20, core events/): one `score.accepted` per recorded event, with
+-- the member's tuple before it (`held`, head.sql: read under the member's row lock). A member
+-- whose first row another command inserted after this statement's snapshot had nothing to
+-- lock: the upsert wrote on top of that row, whose tuple this statement cannot see, so
+-- `lb_event_race` raises a serialization failure and the caller runs the statement again (it
+-- then finds and locks the row). A submission that does not improve answers the standing
+-- tuple, which is also the previous one.
+logged AS (
+    INSERT INTO event_queue
+        (event_id, kind, board_id, target, user_id, traceparent, score, col2, col3, version,
+         improved, prev_score, prev_col2, prev_col3, prev_version)
+    SELECT $1, 'score.accepted', $2, nullif(e.board_id, $2), $3, $5, e.score, e.col2, e.col3,
+           e.version, e.improved, b.score, b.col2, b.col3, b.version
+    FROM event e LEFT JOIN held b ON true
+    WHERE CASE
+              WHEN NOT e.improved THEN true
+              WHEN coalesce((SELECT inserted FROM upserted), false) THEN true
+              WHEN b.version = e.version - 1 THEN true
+              ELSE lb_event_race()
+          END
+),
 outbox AS (
     INSERT INTO leaderboard_outbox
         (event_id, board_id, user_id, absolute_score, columns, col2, col3, score_version,
