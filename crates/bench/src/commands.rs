@@ -114,11 +114,17 @@ pub fn command_json(board: &str, field: &str, value: impl FnOnce(u64) -> String)
 /// built from two random 64-bit numbers (so one statement uses one id in all three places),
 /// the user and the delta are drawn like the API load's, no trace context.
 fn pgbench_script() -> String {
+    pgbench_script_of(Operator::Add.statement().sql())
+}
+
+/// [`pgbench_script`] of `sql`, an `add` statement (the events section's with and without its
+/// event).
+pub fn pgbench_script_of(sql: &str) -> String {
     // Highest parameter numbers first: "$1" is a prefix of "$10" to "$19", "$2" of "$20". An
     // undeclared board's values: revision 0, ties by user id, the exact score range, no
     // metadata, one column (the other columns' values and bounds 0), sent to the board itself,
     // without an attempt.
-    let statement = strip_comments(Operator::Add.statement().sql())
+    let statement = strip_comments(sql)
         .replace("$20", "NULL::uuid")
         .replace("$19", "NULL::uuid")
         .replace("$18", "0::bigint")

@@ -7,6 +7,7 @@ mod attempts;
 mod boards;
 mod commands;
 mod competitions;
+mod events;
 mod growth;
 mod kinds;
 mod latency;
@@ -64,6 +65,7 @@ enum Section {
     Ranks,
     Periods,
     Growth,
+    Events,
 }
 
 #[tokio::main]
@@ -128,6 +130,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let ranks = section(want(Section::Ranks), ranks::run(quick)).await?;
     let periods = section(want(Section::Periods), periods::run(quick)).await?;
     let growth = section(want(Section::Growth), growth::run(quick, &args.growth)).await?;
+    let events = section(want(Section::Events), events::run(quick, out)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -143,6 +146,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         ranks,
         periods,
         growth,
+        events,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

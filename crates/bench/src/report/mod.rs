@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::boards::BoardsFigures;
 use crate::commands::Commands;
+use crate::events::EventsFigures;
 use crate::growth::GrowthFigures;
 use crate::kinds::KindsFigures;
 use crate::latency::LatencyFigures;
@@ -42,6 +43,7 @@ pub struct Report {
     pub ranks: Option<RanksFigures>,
     pub periods: Option<PeriodsFigures>,
     pub growth: Option<GrowthFigures>,
+    pub events: Option<EventsFigures>,
 }
 
 /// `| a | b | … |` and a newline.
@@ -71,6 +73,9 @@ impl Report {
         }
         if let Some(g) = &self.growth {
             out.push_str(&growth_table(g));
+        }
+        if let Some(e) = &self.events {
+            out.push_str(&e.table());
         }
         out.push_str(&self.details());
         out
@@ -115,6 +120,7 @@ mod tests {
             ranks: None,
             periods: None,
             growth: None,
+            events: None,
         };
         assert_eq!(
             report.markdown(),
