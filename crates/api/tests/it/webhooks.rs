@@ -1,0 +1,206 @@
+//! Webhook subscriptions through the api: admin only, created with the secret shown once,
+//! http:// refused unless `api.webhook_allow_http`, read, changed, listed, their parked
+//! deliveries listed and requeued, deleted; every refusal with its stable code.
+
+use crate::common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use common::{TestApi, send, test_api};
+use ledgerboard_core::auth::hash_token;
+use serde_json::{Value, json};
+
+const READER: &str = "reader-token";
+const ADMIN: &str = "admin-token";
+
+async fn api(allow_http: bool) -> TestApi {
+    let tokens = format!(
+        "reader={}@read;ops={}@admin",
+        hash_token(READER),
+        hash_token(ADMIN)
+    );
+    test_api(tokens, |s| s.api.webhook_allow_http = allow_http).await
+}
+
+async fn call(
+    api: &TestApi,
+    method: &str,
+    uri: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .expect("request");
+    if method == "DELETE" {
+        let (status, text) = common::send_text(&api.app, request).await;
+        return (status, serde_json::from_str(&text).unwrap_or(Value::Null));
+    }
+    send(&api.app, request).await
+}
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
+    let api = api(false).await;
+    let hook = json!({"url": "https://example.com/hooks", "kinds": ["score.accepted"], "lanes": 4});
+    let (status, body) = call(&api, "POST", "/v1/webhooks", READER, Some(hook.clone())).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "forbidden"),
+        "{body}"
+    );
+    for (bad, expected) in [
+        (
+            json!({"url": "http://example.com/h"}),
+            "webhook_http_refused",
+        ),
+        (json!({"url": "ftp://example.com/h"}), "invalid_url"),
+        (
+            json!({"url": "https://example.com/h", "kinds": ["nope"]}),
+            "invalid_kind",
+        ),
+        (
+            json!({"url": "https://example.com/h", "lanes": 65}),
+            "invalid_lanes",
+        ),
+        (
+            json!({"url": "https://example.com/h", "boards": ["a b"]}),
+            "invalid_boards",
+        ),
+        (
+            json!({"url": "https://example.com/h", "secret": "short"}),
+            "invalid_secret",
+        ),
+    ] {
+        let (status, body) = call(&api, "POST", "/v1/webhooks", ADMIN, Some(bad.clone())).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNPROCESSABLE_ENTITY, expected),
+            "{bad}: {body}"
+        );
+    }
+    let (status, body) = call(&api, "POST", "/v1/webhooks", ADMIN, Some(json!({"url": 1}))).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "malformed_body")
+    );
+
+    let (status, created) = call(&api, "POST", "/v1/webhooks", ADMIN, Some(hook)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().expect("id").to_owned();
+    let secret = created["secret"].as_str().expect("secret").to_owned();
+    assert_eq!(created["lanes"], 4);
+    assert_eq!(created["circuit"], "closed");
+
+    let (status, detail) = call(&api, "GET", &format!("/v1/webhooks/{id}"), ADMIN, None).await;
+    assert_eq!(status, StatusCode::OK, "{detail}");
+    assert_eq!(detail["lane_status"].as_array().map(Vec::len), Some(4));
+    assert!(!detail.to_string().contains(&secret), "never shown again");
+    let (status, page) = call(&api, "GET", "/v1/webhooks?limit=1", ADMIN, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["webhooks"][0]["id"], id.as_str());
+    assert_eq!(
+        page["next"],
+        id.as_str(),
+        "a full page says where the next starts"
+    );
+
+    let (status, changed) = call(
+        &api,
+        "PATCH",
+        &format!("/v1/webhooks/{id}"),
+        ADMIN,
+        Some(json!({"enabled": false, "boards": ["b1"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(
+        (changed["enabled"].clone(), changed["boards"].clone()),
+        (json!(false), json!(["b1"]))
+    );
+    let (status, body) = call(
+        &api,
+        "PATCH",
+        &format!("/v1/webhooks/{id}"),
+        ADMIN,
+        Some(json!({"url": "http://example.com/h"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "webhook_http_refused")
+    );
+
+    // A parked delivery, as the dispatcher parks one.
+    api.db
+        .client()
+        .await
+        .execute(
+            "INSERT INTO webhook_parked (subscription_id, position, event_id, kind, board_id, body, attempts, last_error)
+             VALUES ($1, 9, gen_random_uuid(), 'score.accepted', 'b1', '{}', 12, 'answered 500')",
+            &[&id],
+        )
+        .await
+        .expect("park");
+    let (status, parked) = call(
+        &api,
+        "GET",
+        &format!("/v1/webhooks/{id}/parked"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{parked}");
+    assert_eq!(parked["parked"][0]["position"], 9);
+    assert_eq!(parked["parked"][0]["last_error"], "answered 500");
+    let (status, requeued) = call(
+        &api,
+        "POST",
+        &format!("/v1/webhooks/{id}/parked/requeue"),
+        ADMIN,
+        Some(json!({"positions": [9]})),
+    )
+    .await;
+    assert_eq!(
+        (status, requeued["requeued"].clone()),
+        (StatusCode::OK, json!(1))
+    );
+
+    let (status, _) = call(&api, "DELETE", &format!("/v1/webhooks/{id}"), ADMIN, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for (method, uri) in [
+        ("GET", format!("/v1/webhooks/{id}")),
+        ("DELETE", format!("/v1/webhooks/{id}")),
+        ("GET", format!("/v1/webhooks/{id}/parked")),
+        ("POST", format!("/v1/webhooks/{id}/parked/requeue")),
+    ] {
+        let (status, body) = call(&api, method, &uri, ADMIN, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}: {body}");
+        if method != "DELETE" {
+            assert_eq!(code(&body), "webhook_unknown");
+        }
+    }
+}
+
+#[tokio::test]
+async fn http_receivers_are_accepted_where_the_setting_allows_them() {
+    let api = api(true).await;
+    let (status, created) = call(
+        &api,
+        "POST",
+        "/v1/webhooks",
+        ADMIN,
+        Some(json!({"url": "http://127.0.0.1:9000/h", "secret": "0123456789abcdef0123"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["secret"], "0123456789abcdef0123");
+}
