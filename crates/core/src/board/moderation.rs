@@ -20,7 +20,12 @@
 //! - erase (`sql/moderation_erase.sql`): every row naming the user goes or carries a random
 //!   pseudonym instead; the projection takes out every trace. Each closed period with a frozen
 //!   row of the user gets its digest re-sealed over the pseudonymised rows, after checking the
-//!   old seal with the id put back (`sql/moderation_erase_reseal.sql`, migration V13).
+//!   old seal with the id put back (`sql/moderation_erase_reseal.sql`, migration V13). The
+//!   event log (migration V20) keeps no trace either: its rows naming the user, in a column
+//!   or in a payload (a close's standings), carry the pseudonym.
+//!
+//! Each action that changed entries writes its events in its transaction
+//! (`sql/moderation_event.sql`): one per declared board it changed.
 
 use serde_json::json;
 use tokio_postgres::types::Type;
@@ -193,11 +198,25 @@ static ERASE_RESEAL: Statement<3> = Statement::new(
     [Type::TEXT, Type::TEXT, Type::UUID],
 );
 
-/// Parameters: user, pseudonym.
-static ERASE_SWEEP: Statement<2> = Statement::new(
+/// Parameters: user, pseudonym, the event log's last position the erasure saw.
+static ERASE_SWEEP: Statement<3> = Statement::new(
     Op::Moderate,
     include_str!("sql/moderation_erase_sweep.sql"),
-    [Type::TEXT, Type::TEXT],
+    [Type::TEXT, Type::TEXT, Type::INT8],
+);
+
+/// Parameters: action id, kind, user as recorded, actor, reason, boards changed.
+static EVENT: Statement<6> = Statement::new(
+    Op::Moderate,
+    include_str!("sql/moderation_event.sql"),
+    [
+        Type::UUID,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT_ARRAY,
+    ],
 );
 
 /// Parameters: user.
@@ -318,6 +337,8 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             result,
         }));
     }
+    // The boards (as stored) whose entries of the user the action changed: its events'.
+    let changed: Vec<String>;
     let result = match &cmd.action {
         Action::Remove { board, user } => {
             // The table lock a ban takes: a score command of the member in flight finishes
@@ -331,6 +352,11 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
                 .query_one(&tx, &REMOVE, [&board.as_str(), &user.as_str()])
                 .await?;
             let entries: i64 = row.try_get("entries")?;
+            changed = if entries > 0 {
+                vec![board.as_str().to_owned()]
+            } else {
+                Vec::new()
+            };
             json!({
                 "entries": entries,
                 "boards": if entries > 0 { vec![board.as_str()] } else { vec![] },
@@ -347,10 +373,11 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             } else {
                 stmts.query_one(&tx, &UNBAN, [&user.as_str()]).await?
             };
+            changed = row.try_get("boards")?;
             json!({
                 "changed": row.try_get::<_, bool>("changed")?,
                 "entries": row.try_get::<_, i64>("entries")?,
-                "boards": row.try_get::<_, Vec<String>>("boards")?,
+                "boards": changed,
             })
         }
         Action::Erase { user } => {
@@ -375,8 +402,13 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
                 )
                 .await?;
             stmts.execute(&tx, &LOCK, []).await?;
+            let log_position: i64 = row.try_get("log_position")?;
             let sweep = stmts
-                .query_one(&tx, &ERASE_SWEEP, [&user.as_str(), &pseudonym])
+                .query_one(
+                    &tx,
+                    &ERASE_SWEEP,
+                    [&user.as_str(), &pseudonym, &log_position],
+                )
                 .await?;
             let count = |column: &str| -> Result<i64, tokio_postgres::Error> {
                 Ok(row.try_get::<_, i64>(column)? + sweep.try_get::<_, i64>(column)?)
@@ -385,6 +417,7 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
             boards.extend(sweep.try_get::<_, Vec<String>>("boards")?);
             boards.sort();
             boards.dedup();
+            changed = boards.clone();
             json!({
                 "entries": count("entries")?,
                 "removed_entries": row.try_get::<_, i64>("removed_entries")?,
@@ -405,6 +438,26 @@ async fn moderate_once(db: &Database, cmd: &Command) -> Result<Option<Moderated>
         .query_one(&tx, &RESULT, [&cmd.action_id, &text])
         .await?
         .try_get("at")?;
+    let kind = match cmd.action {
+        Action::Remove { .. } => "moderation.removed",
+        Action::Ban { .. } => "moderation.banned",
+        Action::Unban { .. } => "moderation.unbanned",
+        Action::Erase { .. } => "moderation.erased",
+    };
+    stmts
+        .execute(
+            &tx,
+            &EVENT,
+            [
+                &cmd.action_id,
+                &kind,
+                &recorded_user,
+                &cmd.actor,
+                &cmd.reason,
+                &changed,
+            ],
+        )
+        .await?;
     commit(tx).await?;
     Ok(Some(Moderated {
         action_id: cmd.action_id,

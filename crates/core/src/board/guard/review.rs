@@ -4,6 +4,11 @@
 //! show it; its sender is answered as though it was applied. An operator approves it (applied
 //! then, as the command it was: its event id, its fields, the ordinary statement) or rejects it
 //! (kept, hidden, with the reason). The held row records the decision: who, when, why.
+//!
+//! The event log (core `events/`) reports each step once: `review.held` with the hold
+//! (`sql/review_hold.sql`), `review.rejected` with the rejection (`sql/review_decide.sql`), and
+//! `review.approved` once the approved score is applied (`sql/review_approved.sql`; the
+//! decision alone may still be undone, see [`approve`]).
 
 use tokio_postgres::types::Type;
 
@@ -67,6 +72,12 @@ static DECIDE: Statement<4> = Statement::new(
 static UNDO: Statement<1> = Statement::new(
     Op::Review,
     include_str!("../sql/review_undo.sql"),
+    [Type::UUID],
+);
+/// Parameters: event id.
+static APPROVED: Statement<1> = Statement::new(
+    Op::Review,
+    include_str!("../sql/review_approved.sql"),
     [Type::UUID],
 );
 /// Parameters: board.
@@ -380,11 +391,17 @@ pub async fn approve(
     }
     .await;
     match result {
-        Ok(outcome) => Ok(Decided {
-            event_id: event.to_string(),
-            state: "approved".into(),
-            outcome: Some(outcome),
-        }),
+        Ok(outcome) => {
+            // The approval's event, now that its score is in (once: a repeat writes nothing).
+            // Should this fail, the approval stands and answers the error: approving again
+            // (an approved score may be) writes it.
+            db.execute(&APPROVED, [&event.as_uuid()]).await?;
+            Ok(Decided {
+                event_id: event.to_string(),
+                state: "approved".into(),
+                outcome: Some(outcome),
+            })
+        }
         Err(e) => {
             db.execute(&UNDO, [&event.as_uuid()]).await?;
             Err(e)

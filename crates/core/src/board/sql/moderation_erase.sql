@@ -19,7 +19,38 @@
 -- (outbox/publish.sql). Event markers (:e:<event id>) hold no user id. Each such board's
 -- erased_version_floors row (V12, naming no user) rises to the erasure's version.
 -- $1 user id, $2 pseudonym, $3 this action's id (its own audit row already holds $2).
-WITH entries AS (
+--
+-- The event log (migration V20): every event naming the user, as its user or inside its
+-- payload (a close's standings, a held score's), carries the pseudonym. A payload names the
+-- user as a JSON string equal to the id, which is replaced wherever it stands; the log is read
+-- whole, as score_events is (retention bounds it: events.retention_hours). Rows committed
+-- while this runs are the sweep's (moderation_erase_sweep.sql, from `log_position` on). First
+-- in the WITH: the table `events` is named before the CTE of that name below hides it.
+WITH logged AS (
+    UPDATE events
+    SET user_id = CASE WHEN user_id = $1 THEN $2 ELSE user_id END,
+        payload = CASE WHEN strpos(payload::text, to_jsonb($1::text)::text) > 0
+                       THEN replace(payload::text, to_jsonb($1::text)::text,
+                                    to_jsonb($2::text)::text)::jsonb
+                       ELSE payload END
+    WHERE user_id = $1 OR strpos(payload::text, to_jsonb($1::text)::text) > 0
+    RETURNING 1
+),
+queued AS (
+    UPDATE event_queue
+    SET user_id = CASE WHEN user_id = $1 THEN $2 ELSE user_id END,
+        payload = CASE WHEN strpos(payload::text, to_jsonb($1::text)::text) > 0
+                       THEN replace(payload::text, to_jsonb($1::text)::text,
+                                    to_jsonb($2::text)::text)::jsonb
+                       ELSE payload END
+    WHERE user_id = $1 OR strpos(payload::text, to_jsonb($1::text)::text) > 0
+    RETURNING 1
+),
+-- Positions commit in order (events/sequence.rs): every event up to this one was read above.
+log_end AS (
+    SELECT coalesce(max(position), 0) AS position FROM events
+),
+entries AS (
     DELETE FROM user_scores WHERE user_id = $1
     RETURNING board_id, version
 ),
@@ -78,4 +109,5 @@ SELECT (SELECT count(*) FROM entries) AS entries,
        (SELECT count(*) FROM outbox_rows) AS outbox_rows,
        (SELECT count(*) FROM audits) AS audit_rows,
        (SELECT count(*) FROM frozen) AS standings_rows,
+       (SELECT position FROM log_end) AS log_position,
        coalesce((SELECT array_agg(board_id ORDER BY board_id) FROM boards), '{}') AS boards

@@ -9,8 +9,34 @@
 -- and their outbox rows (by event id), and asks the projection to erase on their boards. A
 -- command after the commit starts anew, as after any erasure. Cheap: index lookups and the
 -- last hour of events, so the lock is held for milliseconds.
--- $1 user id, $2 pseudonym.
-WITH entries AS (
+-- $1 user id, $2 pseudonym, $3 the event log's last position moderation_erase.sql saw.
+--
+-- The event log's rows that committed after the erasure's statement read it: the queue (a few
+-- rows: the sequencer empties it every events.sequence_interval_ms) and the log past the last
+-- position that statement saw, $3 (by the primary key), as moderation_erase.sql rewrites them.
+-- First in the WITH: the table `events` is named before the CTE of that name below hides it.
+WITH logged AS (
+    UPDATE events
+    SET user_id = CASE WHEN user_id = $1 THEN $2 ELSE user_id END,
+        payload = CASE WHEN strpos(payload::text, to_jsonb($1::text)::text) > 0
+                       THEN replace(payload::text, to_jsonb($1::text)::text,
+                                    to_jsonb($2::text)::text)::jsonb
+                       ELSE payload END
+    WHERE position > $3
+      AND (user_id = $1 OR strpos(payload::text, to_jsonb($1::text)::text) > 0)
+    RETURNING 1
+),
+queued AS (
+    UPDATE event_queue
+    SET user_id = CASE WHEN user_id = $1 THEN $2 ELSE user_id END,
+        payload = CASE WHEN strpos(payload::text, to_jsonb($1::text)::text) > 0
+                       THEN replace(payload::text, to_jsonb($1::text)::text,
+                                    to_jsonb($2::text)::text)::jsonb
+                       ELSE payload END
+    WHERE user_id = $1 OR strpos(payload::text, to_jsonb($1::text)::text) > 0
+    RETURNING 1
+),
+entries AS (
     DELETE FROM user_scores WHERE user_id = $1
     RETURNING board_id, version
 ),

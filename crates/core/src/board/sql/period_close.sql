@@ -59,6 +59,29 @@ closed AS (
                 FROM ranked), ''), 'UTF8')),
            clock_timestamp(), $5::jsonb
     FROM open
-    RETURNING closed_at
+    RETURNING closed_at, entries, digest
+),
+-- The event log (migration V20, docs/api.md "Events"): one `period.closed`, written only by the
+-- close that froze the standings (a second close writes no close row, so no event), with its
+-- id derived from the period (lb_event_id): the first standings (lb_event_first) and the
+-- digest, as GET …/periods/{period}/standings shows them.
+logged AS (
+    INSERT INTO event_queue (event_id, kind, board_id, target, payload)
+    SELECT lb_event_id('period.closed:' || $1 || ':' || $2), 'period.closed', $1,
+           $1 || '~' || $2,
+           jsonb_build_object(
+               'period', $2,
+               'closed_at', to_char(c.closed_at AT TIME ZONE 'UTC',
+                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'entries', c.entries,
+               'digest', encode(c.digest, 'hex'),
+               'standings', coalesce((
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                              'position', r.position, 'rank', r.rank, 'user_id', r.user_id,
+                              'score', r.score,
+                              'scores', lb_event_scores($5::jsonb, r.score, r.col2, r.col3)))
+                          ORDER BY r.position)
+                   FROM ranked r WHERE r.position <= lb_event_first()), '[]'::jsonb))
+    FROM closed c
 )
 SELECT count(*) > 0 AS written FROM closed

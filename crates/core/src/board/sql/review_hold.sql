@@ -15,5 +15,15 @@ held AS (
     WHERE (SELECT current FROM current)
     ON CONFLICT (event_id) DO NOTHING
     RETURNING event_id
+),
+-- The event log (migration V20, docs/api.md "Events"): one `review.held` when the score is
+-- held (a repeat of the command holds nothing, so writes nothing), its id derived from the
+-- held command's event id; the score itself is reported by its `score.accepted`, if an
+-- approval applies it.
+logged AS (
+    INSERT INTO event_queue (event_id, kind, board_id, target, user_id, payload)
+    SELECT lb_event_id('review.held:' || $1::text), 'review.held', $2, nullif($3, $2), $4,
+           jsonb_build_object('event_id', $1, 'rule', $7, 'detail', $8, 'fields', $5::jsonb)
+    FROM held
 )
 SELECT (SELECT current FROM current) AS current, EXISTS (SELECT 1 FROM held) AS held

@@ -68,6 +68,30 @@ closed AS (
     SELECT $1, b.period, $3, $4, coalesce(l.entries, 0),
            sha256(convert_to(coalesce(l.lines, ''), 'UTF8')), clock_timestamp(), $5::jsonb
     FROM boards b LEFT JOIN lines l ON l.period = b.period
-    RETURNING period
+    RETURNING period, closed_at, entries, digest
+),
+-- One `period.closed` per board frozen here (the run's board, or each cohort: its period key
+-- <period>~<cohort> names the cohort), exactly as period_close.sql writes it (the same id: a
+-- board the reconciler's period close froze first is not frozen here, and writes nothing).
+logged AS (
+    INSERT INTO event_queue (event_id, kind, board_id, target, payload)
+    SELECT lb_event_id('period.closed:' || $1 || ':' || c.period), 'period.closed', $1,
+           $1 || '~' || c.period,
+           jsonb_strip_nulls(jsonb_build_object(
+               'period', $2,
+               'cohort', CASE WHEN c.period <> $2 THEN split_part(c.period, '~', 2)::integer END,
+               'closed_at', to_char(c.closed_at AT TIME ZONE 'UTC',
+                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'entries', c.entries,
+               'digest', encode(c.digest, 'hex'),
+               'standings', coalesce((
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                              'position', r.position, 'rank', r.rank, 'user_id', r.user_id,
+                              'score', r.score,
+                              'scores', lb_event_scores($5::jsonb, r.score, r.col2, r.col3)))
+                          ORDER BY r.position)
+                   FROM ranked r
+                   WHERE r.period = c.period AND r.position <= lb_event_first()), '[]'::jsonb)))
+    FROM closed c
 )
 SELECT count(*) AS boards FROM closed

@@ -11,7 +11,7 @@ WITH c AS (
 ),
 boards AS MATERIALIZED (
     SELECT p.period, p.entries, encode(p.digest, 'hex') AS digest, k.cohort,
-           coalesce(k.tier, 0) AS tier
+           coalesce(k.tier, 0) AS tier, p.columns AS defs
     FROM period_closes p
     LEFT JOIN competition_cohorts k
         ON k.competition_id = $1 AND k.run = $2 AND p.period = $2 || '~' || lpad(k.cohort::text, 6, '0')
@@ -66,6 +66,58 @@ closed AS (
             || (SELECT string_agg(line, E'\n' ORDER BY part, k) FROM lines), 'UTF8')), 'hex')
     FROM c
     WHERE r.competition_id = $1 AND r.run = $2 AND r.closed_at IS NULL
-    RETURNING r.run
+    RETURNING r.run, r.closed_at, r.digest, r.previous
+),
+-- The event log (migration V20, docs/api.md "Events"): one `competition.closed`, written only
+-- by the statement that closed the run, its id derived from the run (lb_event_id): the run's
+-- digests, each board (cohort) with its first standings (lb_event_first) and the prize each
+-- rank earns (the cohort's tier's table, else the competition's, as the results read them),
+-- and the moves. Bounded, however large the league: the first 100 boards and 1,000 moves by
+-- cohort and position, with their totals (the rest: GET /v1/competitions/{id}/results).
+logged AS (
+    INSERT INTO event_queue (event_id, kind, board_id, target, payload)
+    SELECT lb_event_id('competition.closed:' || $1 || ':' || $2), 'competition.closed', $1,
+           $1 || '~' || $2,
+           jsonb_strip_nulls(jsonb_build_object(
+               'run', $2,
+               'closed_at', to_char(x.closed_at AT TIME ZONE 'UTC',
+                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'digest', x.digest,
+               'previous', x.previous,
+               'entries', (SELECT coalesce(sum(entries), 0) FROM boards),
+               'boards_total', (SELECT count(*) FROM boards),
+               'boards', coalesce((
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                              'cohort', b.cohort, 'tier', b.tier, 'entries', b.entries,
+                              'digest', b.digest,
+                              'standings', coalesce((
+                                  SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                                             'position', st.position, 'rank', st.rank,
+                                             'user_id', st.user_id, 'score', st.score,
+                                             'scores', lb_event_scores(b.defs, st.score,
+                                                                       st.col2, st.col3),
+                                             'prize', (
+                                                 SELECT pz FROM c, jsonb_array_elements(
+                                                     coalesce(nullif(c.tiers -> b.tier -> 'prizes',
+                                                                     'null'::jsonb),
+                                                              c.prizes, '[]'::jsonb)) pz
+                                                 WHERE (pz ->> 'from')::bigint <= st.rank
+                                                   AND st.rank <= (pz ->> 'to')::bigint
+                                                 LIMIT 1)))
+                                         ORDER BY st.position)
+                                  FROM period_standings st
+                                  WHERE st.board_id = $1 AND st.period = b.period
+                                    AND st.position <= lb_event_first()), '[]'::jsonb)))
+                          ORDER BY b.period)
+                   FROM (SELECT * FROM boards ORDER BY period LIMIT 100) b), '[]'::jsonb),
+               'moves_total', (SELECT count(*) FROM moves WHERE to_tier IS NOT NULL),
+               'moves', coalesce((
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                              'user_id', m.user_id, 'cohort', m.cohort, 'position', m.position,
+                              'from_tier', m.from_tier, 'to_tier', m.to_tier))
+                          ORDER BY m.cohort, m.position)
+                   FROM (SELECT * FROM moves WHERE to_tier IS NOT NULL
+                         ORDER BY cohort, position LIMIT 1000) m), '[]'::jsonb)))
+    FROM closed x
 )
 SELECT count(*) > 0 AS written FROM closed
