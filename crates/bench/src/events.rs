@@ -37,6 +37,7 @@ pub struct CostLevel {
 pub struct EventsFigures {
     pub seconds: f64,
     pub cost: Vec<CostLevel>,
+    pub webhooks: crate::webhooks::WebhookFigures,
 }
 
 pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
@@ -90,9 +91,11 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
         }
         cost.push(CostLevel { clients, runs });
     }
+    let webhooks = crate::webhooks::run(quick).await?;
     Ok(EventsFigures {
         seconds,
         cost,
+        webhooks,
     })
 }
 
@@ -142,7 +145,11 @@ impl EventsFigures {
                 ));
             }
         }
-        out.push_str(&format!("\n{:.0} s per run; target: p50 ratio ≤ 1.10.\n\n", self.seconds));
+        out.push_str(&format!(
+            "\n{:.0} s per run; target: p50 ratio ≤ 1.10.\n\n",
+            self.seconds
+        ));
+        out.push_str(&self.webhooks.table());
         out
     }
 }

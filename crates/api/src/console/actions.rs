@@ -354,7 +354,7 @@ pub async fn requeue(
 
 /// `application/x-www-form-urlencoded` pairs, keys repeated as sent (axum's `Form` keeps one
 /// value per key).
-fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
+pub(super) fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 

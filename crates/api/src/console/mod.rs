@@ -26,6 +26,7 @@ mod session;
 mod unanswered;
 mod verdict;
 mod views;
+mod webhooks;
 
 use axum::Router;
 use axum::extract::Request;
@@ -60,6 +61,9 @@ pub fn routes(state: AppState) -> Router<AppState> {
             get(records::moderation).post(actions::moderate),
         )
         .route("/console/competitions", get(records::competitions))
+        .route("/console/webhooks", get(webhooks::list))
+        .route("/console/webhooks/{id}", get(webhooks::show))
+        .route("/console/webhooks/{id}/requeue", post(webhooks::requeue))
         .route(
             "/console/reviews",
             get(reviews::reviews).post(reviews::decide),

@@ -267,3 +267,65 @@ pub struct CompetitionsPage {
     pub rows: Vec<CompetitionView>,
     pub runs: Vec<RunView>,
 }
+
+/// A webhook subscription as the console lists it, already in words (never its secret).
+pub struct WebhookView {
+    pub id: String,
+    pub url: String,
+    pub kinds: String,
+    pub boards: String,
+    pub lanes: i32,
+    pub state: String,
+    /// `closed`, or `open until …` / `half_open`.
+    pub circuit: String,
+    pub failures: i32,
+}
+
+#[derive(Template)]
+#[template(path = "console/webhooks.html")]
+pub struct WebhooksPage {
+    pub chrome: Chrome,
+    pub subscriptions: Vec<WebhookView>,
+}
+
+pub struct WebhookLaneView {
+    pub lane: i32,
+    pub position: i64,
+    /// Positions of the log past the lane's (not all of them its events).
+    pub behind: i64,
+    pub attempts: i32,
+    pub next_attempt_at: String,
+    pub last_error: String,
+    pub lease_holder: String,
+}
+
+pub struct WebhookParkedView {
+    pub position: i64,
+    pub event_id: String,
+    pub kind: String,
+    pub board: String,
+    pub attempts: i32,
+    pub last_error: String,
+    pub parked_at: String,
+    pub requeued: bool,
+}
+
+pub struct WebhookGapView {
+    pub lane: i32,
+    pub after: i64,
+    pub through: i64,
+    pub recorded_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/webhook.html")]
+pub struct WebhookPage {
+    pub chrome: Chrome,
+    pub subscription: WebhookView,
+    pub head: i64,
+    pub lanes: Vec<WebhookLaneView>,
+    pub parked: Vec<WebhookParkedView>,
+    pub parked_total: i64,
+    pub requeued_total: i64,
+    pub gaps: Vec<WebhookGapView>,
+}

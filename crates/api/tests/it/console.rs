@@ -116,7 +116,7 @@ async fn every_console_route_checks_the_session_before_it_reads_the_request() {
     }
     let mut checked = 0;
     for (path, methods) in &routes {
-        let uri = path.replace("{board}", "b");
+        let uri = path.replace("{board}", "b").replace("{id}", "w");
         if open(path) {
             continue;
         }
@@ -396,6 +396,7 @@ async fn postgresql_not_answering_is_shown_as_such_on_every_page() {
         "/console/drift",
         "/console/parked",
         "/console/moderation",
+        "/console/webhooks",
     ];
     for uri in pages {
         let (status, body) = page(&app, uri).await;
