@@ -6,7 +6,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @just --list
 
-# Run the local stack: reuse or start PostgreSQL and Redis, migrate, start the three daemons.
+# Run the local stack: reuse or start PostgreSQL and Redis, migrate, start the four daemons.
 up:
     deploy/local/up.sh
 
@@ -29,6 +29,9 @@ test:
     step cargo fmt --all --check
     step python3 deploy/tools/check-module-cycles.py
     step python3 deploy/tools/check-doc-paths.py
+    # The SDKs' generated files are what sdks/openapi.json generates (npm ci first when needed);
+    # cargo test checks that the served document is sdks/openapi.json, then tests both SDKs.
+    step sdks/sdk.sh check
     step promtool check rules deploy/observability/alerts.yaml
     step promtool test rules deploy/observability/alerts.test.yaml
     step hadolint deploy/docker/Dockerfile
@@ -47,6 +50,12 @@ test:
     step target/debug/ledgerboard-bench --quick --out target/bench-quick > /dev/null
     if ! wait "$clippy"; then cat target/clippy.log >&2; echo "clippy failed" >&2; exit 1; fi
     step cargo test --workspace
+
+# Write the document the api serves to sdks/openapi.json (sorted keys, info.version = the release),
+# then regenerate the SDKs' generated files from it (docs/sdks.md). Commit what changed.
+openapi:
+    LEDGERBOARD_WRITE_OPENAPI=1 cargo test -q -p ledgerboard-api --test it openapi::the_committed_document_is_the_served_one
+    sdks/sdk.sh generate
 
 # Install what PURPOSE (up or test) needs and is missing; prints one line when nothing is.
 tools PURPOSE="test":

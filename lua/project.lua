@@ -16,8 +16,12 @@
 --         generation: a rebuild neither writes nor replaces it. A row is stale when the member's
 --         version or its tombstone's is at least the row's, so a score projected late never
 --         brings back a member that a newer version hid.
--- KEYS[12 ..] one event marker (string, with a TTL) per row, in the rows' order
--- ARGV[1] marker TTL in milliseconds; then six per row, in the rows' order:
+-- KEYS[12] board change sequence (string, keys.rs `:q`): moved forward by every call that
+--         applies a row, so that the projector's top read (lua/top.lua) and the api's live
+--         updates can tell "changed since" from one number
+-- KEYS[13 ..] one event marker (string, with a TTL) per row, in the rows' order
+-- ARGV[1] marker TTL in milliseconds; ARGV[2] the live channel ('' to publish nothing),
+-- ARGV[3] the board id the message names; then six per row, in the rows' order:
 --   user id, absolute score (integer, |score| <= 2^53 - 1), version (integer > 0), the member's
 --   key (member.rs's `key_text`: its other columns and tie; '' for a one-column board's tie 0),
 --   metadata as JSON text ('' for none), the row's moderation: '' (place the
@@ -31,17 +35,25 @@
 -- one), or 'failed:' and the reason for a row refused without any write (LBBADARG, LBCORRUPT,
 -- LBWRONGTYPE of its marker): a row's fault, charged to that row alone. Fail-closed: a board
 -- key of the wrong type is an error of the whole call, before any write.
+--
+-- A call that applied at least one row (a repeat or a stale row changes nothing) sets the
+-- change sequence to max(its value + 1, the server's clock in microseconds) and publishes
+-- '<sequence> <board>' on the live channel, in the same atomic step as the change: the clock
+-- keeps the sequence increasing when the key is lost (a Redis restarted empty, an archived
+-- period's keys unlinked), so a reader holding an older value never mistakes a new change for
+-- one it has seen. Redis 7 replicates scripts by their effects, so reading TIME before the
+-- write is allowed.
 
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
   or wrong_type(KEYS[3], 'hash') or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash')
   or wrong_type(KEYS[6], 'zset') or wrong_type(KEYS[7], 'hash') or wrong_type(KEYS[8], 'hash')
   or wrong_type(KEYS[9], 'zset') or wrong_type(KEYS[10], 'hash')
-  or wrong_type(KEYS[11], 'hash')
+  or wrong_type(KEYS[11], 'hash') or wrong_type(KEYS[12], 'string')
 if problem then
   return redis.error_reply(problem)
 end
-local rows = #KEYS - 11
-if rows < 1 or #ARGV ~= 1 + 6 * rows then
+local rows = #KEYS - 12
+if rows < 1 or #ARGV ~= 3 + 6 * rows then
   return redis.error_reply('LBBADARG one marker key and six arguments per row')
 end
 local ttl = ARGV[1]
@@ -156,9 +168,24 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
 end
 
 local answers = {}
+local changed = false
 for i = 1, rows do
-  local a = 1 + 6 * (i - 1)
-  answers[i] = apply_row(KEYS[11 + i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
+  local a = 3 + 6 * (i - 1)
+  answers[i] = apply_row(KEYS[12 + i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
     ARGV[a + 5], ARGV[a + 6])
+  if answers[i] == 'applied' or answers[i] == 'applied_unsealed' then
+    changed = true
+  end
+end
+if changed then
+  local now = redis.call('TIME')
+  local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  local sequence = math.max((tonumber(redis.call('GET', KEYS[12])) or 0) + 1, clock)
+  -- '%.0f': an integer below 2^53 printed whole (tostring would print 1.7e+15).
+  local text = string.format('%.0f', sequence)
+  redis.call('SET', KEYS[12], text)
+  if ARGV[2] ~= '' then
+    redis.call('PUBLISH', ARGV[2], text .. ' ' .. ARGV[3])
+  end
 end
 return answers

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `just up`: the local stack. Reuses PostgreSQL and Redis when they answer at the configured
 # URLs, else starts local servers from the installed binaries with their data in .local/;
-# applies migrations; builds and starts the three daemons; prints where the API listens.
+# applies migrations; builds and starts the four daemons; prints where the API listens.
 set -euo pipefail
 # What `just up` needs and a machine lacks is installed first (deploy/tools/env.sh).
 source "$(dirname "$0")/../tools/env.sh" up
@@ -53,12 +53,18 @@ cargo build -q "${cargo_flags[@]}" --workspace --bins
 
 # A second `just up` restarts the daemons rather than starting a second set.
 "$(dirname "$0")/down.sh" --daemons-only
-start_daemon api ledgerboard-api
+# Webhooks to http:// receivers (one on this machine) are allowed here, and only here
+# (docs/dispatcher.md): the api accepts such subscriptions, the dispatcher delivers to them.
+start_daemon api ledgerboard-api \
+    "LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP=${LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP:-true}"
 for i in $(seq "$PROJECTORS"); do start_projector "$i"; done
 start_daemon reconciler ledgerboard-reconciler
+start_daemon dispatcher ledgerboard-dispatcher \
+    "LEDGERBOARD__DISPATCHER__ALLOW_HTTP=${LEDGERBOARD__DISPATCHER__ALLOW_HTTP:-true}"
 wait_started api ledgerboard-api
 for i in $(seq "$PROJECTORS"); do wait_started "projector-$i" ledgerboard-projector; done
 wait_started reconciler ledgerboard-reconciler
+wait_started dispatcher ledgerboard-dispatcher
 echo "ledgerboard is up (logs: just logs; stop: just down)"
 # The addresses the daemons bound, from their logs (a configured port 0 is theirs to choose).
 admin="admin server (healthz"
@@ -68,3 +74,4 @@ for i in $(seq "$PROJECTORS"); do
     echo "  projector $i: http://$(logged_addr "projector-$i" "$admin")/metrics"
 done
 echo "  reconciler: http://$(logged_addr reconciler "$admin")/metrics"
+echo "  dispatcher: http://$(logged_addr dispatcher "$admin")/metrics"

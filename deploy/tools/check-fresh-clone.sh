@@ -24,6 +24,7 @@ export LEDGERBOARD__REDIS__NAMESPACE="$tag"
 export LEDGERBOARD__API__LISTEN=127.0.0.1:0
 export LEDGERBOARD__API__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD__RECONCILER__ADMIN_LISTEN=127.0.0.1:0
+export LEDGERBOARD__DISPATCHER__ADMIN_LISTEN=127.0.0.1:0
 export LEDGERBOARD_PROJECTOR_PORT_BASE=0
 export CARGO_TARGET_DIR="$root/target/fresh-clone"
 # The clone starts from the artifacts of the outer `cargo build --workspace --bins` (`just

@@ -15,14 +15,15 @@ LB_TOOLS_DIR="$LB_ROOT/deploy/tools"
 # crates/api/tests/pgbouncer.rs starts as its own (the package's service is not needed);
 # kubectl, which renders the Kubernetes overlays; the DejaVu font of the benchmark's lag plot;
 # chromium and chromium-driver: the console's browser tests, crates/system-tests/tests/console.rs,
-# drive chromium through chromedriver.
+# drive chromium through chromedriver; mono-mcs and mono-devel: the C# SDK (sdks/csharp) is
+# compiled with mcs and its tests run under mono (crates/system-tests/tests/it/sdks.rs).
 LB_APT_UP=(postgresql postgresql-client redis-server redis-tools)
 LB_APT_TEST=("${LB_APT_UP[@]}" postgresql-contrib prometheus pgbouncer kubectl fonts-dejavu-core
-    chromium chromium-driver)
+    chromium chromium-driver mono-mcs mono-devel)
 # The executables those packages give the recipes and tests, by name: the only ones of theirs
 # on the limited PATH (a package that a new machine lacks is otherwise hidden).
 LB_APT_BINS=(psql pg_isready pg_ctlcluster redis-server redis-cli pgbench redis-benchmark
-    promtool pgbouncer kubectl chromium chromedriver)
+    promtool pgbouncer kubectl chromium chromedriver mcs mono)
 
 lb_say() { echo "tools: $*" >&2; }
 

@@ -12,7 +12,9 @@ use ledgerboard_core::board::guard::{AttemptRefusal, StartError};
 use ledgerboard_core::board::moderation::ModerationError;
 use ledgerboard_core::competition::CompetitionError;
 use ledgerboard_core::db::StoreError;
+use ledgerboard_core::events::EventsError;
 use ledgerboard_core::model::ValidationError;
+use ledgerboard_core::webhook::WebhookError;
 use serde::Serialize;
 
 #[derive(Debug)]
@@ -401,6 +403,36 @@ impl From<ModerationError> for ApiError {
             ModerationError::IdReused(_) => Self::ActionIdReused(e.to_string()),
             ModerationError::Store(e) => e.into(),
         }
+    }
+}
+
+impl From<EventsError> for ApiError {
+    fn from(e: EventsError) -> Self {
+        let m = e.to_string();
+        match e {
+            EventsError::UnknownKind(_) => Self::Coded(StatusCode::BAD_REQUEST, "invalid_kinds", m),
+            // The events after the cursor are gone: no page can say what it missed.
+            EventsError::CursorExpired { .. } => Self::Coded(StatusCode::GONE, "cursor_expired", m),
+            EventsError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(e: WebhookError) -> Self {
+        if let WebhookError::Store(e) = e {
+            return e.into();
+        }
+        let status = match &e {
+            WebhookError::Store(_) | WebhookError::Unknown => StatusCode::NOT_FOUND,
+            WebhookError::InvalidUrl(_)
+            | WebhookError::HttpRefused
+            | WebhookError::InvalidKind(_)
+            | WebhookError::InvalidBoards(_)
+            | WebhookError::InvalidLanes
+            | WebhookError::InvalidSecret => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        Self::Coded(status, e.code(), e.to_string())
     }
 }
 

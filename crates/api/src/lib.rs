@@ -6,6 +6,7 @@ pub mod coalesce;
 mod console;
 pub mod error;
 pub mod freshness;
+pub mod live;
 pub mod metrics;
 mod observe;
 pub mod openapi;
@@ -13,6 +14,7 @@ pub mod rebuilds;
 mod routes;
 mod server;
 pub mod settings;
+mod sse;
 pub mod state;
 
 use std::time::Duration;
@@ -31,6 +33,8 @@ pub use crate::state::AppState;
 /// The whole HTTP surface, with the limits from `api.*` settings.
 pub fn router(state: AppState, settings: &ApiSettings) -> Router {
     let request_timeout = settings.request_timeout();
+    // A long poll of the event feed may wait `api.events_max_wait_ms` before it reads its page.
+    let events_timeout = request_timeout + settings.events_max_wait();
     let reads = Router::new()
         .route("/v1/boards", get(routes::boards::list_boards))
         .route("/v1/boards/{board}", get(routes::boards::get_board))
@@ -44,6 +48,9 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/users/{user_id}/around",
             get(routes::reads::around),
         )
+        // Server-sent events: the response's body streams until the client goes or the api
+        // stops (`sse`); the request's bound covers only its start.
+        .route("/v1/boards/{board}/live", get(sse::route::live))
         .route(
             "/v1/boards/{board}/periods/{period}/standings",
             get(routes::periods::standings),
@@ -113,6 +120,28 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
             "/v1/boards/{board}/periods/{period}/verification",
             get(routes::periods::verification),
         )
+        // The events or admin scope (checked in the handler), whatever `auth.reads` says.
+        .route("/v1/events", get(routes::events::list_events))
+        // Admin only (checked in the handlers): webhook subscriptions and their parked
+        // deliveries.
+        .route(
+            "/v1/webhooks",
+            post(routes::webhooks::create).get(routes::webhooks::list),
+        )
+        .route(
+            "/v1/webhooks/{id}",
+            get(routes::webhooks::get_webhook)
+                .patch(routes::webhooks::update)
+                .delete(routes::webhooks::delete),
+        )
+        .route(
+            "/v1/webhooks/{id}/parked",
+            get(routes::webhooks::parked_list),
+        )
+        .route(
+            "/v1/webhooks/{id}/parked/requeue",
+            post(routes::webhooks::requeue),
+        )
         .merge(reads)
         .merge(console::routes(state.clone()))
         .merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url(
@@ -124,7 +153,12 @@ pub fn router(state: AppState, settings: &ApiSettings) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth::guard))
         .layer(DefaultBodyLimit::max(settings.body_limit_bytes.get()))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
-            bounded_request(req, next, request_timeout)
+            let limit = if req.uri().path() == "/v1/events" {
+                events_timeout
+            } else {
+                request_timeout
+            };
+            bounded_request(req, next, limit)
         }))
         // Outermost, so that the latency includes a request the bound ended.
         .layer(middleware::from_fn(observe::observe))

@@ -6,6 +6,7 @@ use clap::Parser;
 use ledgerboard_api::settings::Sections;
 use ledgerboard_api::{AppState, drain_after, router, serve};
 use ledgerboard_core::daemon::{self, Daemon};
+use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "ledgerboard-api";
 
@@ -51,9 +52,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "{NAME} started");
     daemon.spawn_outbox_gauges();
     let state = AppState::new(daemon.db.clone(), daemon.store.clone(), &settings);
+    // Live streams never end by themselves: they end when the server stops accepting, so the
+    // graceful shutdown below is not held up by them and their clients reconnect elsewhere.
+    state.live.stop_on(stop_accepting.clone());
+    // The event log's sequencer and retention, which feed the long polls of GET /v1/events:
+    // until the server has stopped, so that polls still in flight while it drains are woken.
+    let stop_events = CancellationToken::new();
+    let upkeep = state.start_event_upkeep(&settings, stop_events.clone())?;
     let app = router(state, &settings.api);
     let grace = settings.shutdown.grace();
     serve(listener, app, &settings.api, stop_accepting, grace).await?;
+    stop_events.cancel();
+    // It ends at its next await point; a failure there was logged already.
+    let _ = upkeep.await;
     daemon.stop().await;
     Ok(())
 }

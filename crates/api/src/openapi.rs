@@ -5,13 +5,17 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    attempts, boards, commands, competition_runs, competitions, moderation, periods, reads, reviews,
+    attempts, boards, commands, competition_runs, competitions, events, moderation, periods, reads,
+    reviews, webhooks,
 };
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "ledgerboard",
+        // The release's version (the workspace's): sdks/openapi.json carries it, so the
+        // committed document, and the SDKs generated from it, change with every release.
+        version = env!("CARGO_PKG_VERSION"),
         description = "Leaderboards whose reads are cheap and say how fresh they are. PostgreSQL is the source of truth; Redis holds a repairable projection."
     ),
     paths(
@@ -20,6 +24,7 @@ use crate::routes::{
         reads::users,
         reads::user,
         reads::around,
+        crate::sse::route::live,
         boards::put_board,
         boards::get_board,
         boards::list_boards,
@@ -38,7 +43,15 @@ use crate::routes::{
         competitions::results,
         competition_runs::close,
         competition_runs::verification,
-        competition_runs::player
+        competition_runs::player,
+        events::list_events,
+        webhooks::create,
+        webhooks::list,
+        webhooks::get_webhook,
+        webhooks::update,
+        webhooks::delete,
+        webhooks::parked_list,
+        webhooks::requeue
     ),
     modifiers(&BearerAuth),
     tags(
@@ -47,7 +60,9 @@ use crate::routes::{
         (name = "boards", description = "board definitions: operator, order, bounds, periods; manual resets"),
         (name = "periods", description = "closed periods' frozen standings, from PostgreSQL only (payouts)"),
         (name = "competitions", description = "tournaments, cohorts and leagues over a board that resets: runs, entries, caps, prizes, closes chained by digest"),
-        (name = "moderation", description = "idempotent, audited removals, bans and erasures; the review queue of held scores (moderate scope)")
+        (name = "moderation", description = "idempotent, audited removals, bans and erasures; the review queue of held scores (moderate scope)"),
+        (name = "events", description = "the event log: every recorded score, period and run close, moderation and review decision, in order, paged by cursor or long-polled (events scope)"),
+        (name = "webhooks", description = "signed webhook subscriptions to the event log, delivered by ledgerboard-dispatcher at least once, in order per board; their parked deliveries (admin scope)")
     )
 )]
 pub struct ApiDoc;

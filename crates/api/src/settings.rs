@@ -88,6 +88,30 @@ pub struct ApiSettings {
     pub command_group_workers: Count<1, 1_000>,
     /// Most commands in one group (one transaction); 1 turns grouping off.
     pub command_group_max: Count<1, 10_000>,
+    /// Accept `http://` receiver URLs in `POST`/`PATCH /v1/webhooks`. Off: only `https://`
+    /// (a webhook carries scores and user ids). For local stacks and tests only; the
+    /// dispatcher has its own `dispatcher.allow_http`.
+    pub webhook_allow_http: bool,
+    /// The longest long poll of `GET /v1/events` (its `wait`, at most 30 s): a larger `wait`
+    /// is cut to this. Its request may take this much longer than `request_timeout_ms`. Lower
+    /// it below the idle timeout of the proxies in front of the api.
+    pub events_max_wait_ms: Millis<0, 30_000>,
+    /// Live updates (`GET /v1/boards/{board}/live`): a board's first N is read at most once
+    /// per this interval however often it changes; the changes meanwhile are covered by the
+    /// next read.
+    pub live_min_interval_ms: Millis<10, 60_000>,
+    /// A live stream that sent nothing for this long sends a heartbeat comment (`: hb`), so
+    /// proxies neither close nor buffer it. Keep it below their idle timeouts.
+    pub live_heartbeat_ms: Millis<100, 300_000>,
+    /// While the api's pub/sub connection is down, each board with live streams is read this
+    /// often instead (and every message says `"updates":"polling"`).
+    pub live_poll_ms: Millis<100, 600_000>,
+    /// Most live streams open at once in this process (503 `live_full` past it). Each also
+    /// holds one of `max_connections`.
+    pub live_max_connections: Count<1, 1_000_000>,
+    /// Most live streams open at once from one client address (an IPv6 /64 counts as one;
+    /// behind `trusted_proxies`, the forwarded address): 429 `live_client_limit` past it.
+    pub live_max_per_client: Count<1, 1_000_000>,
 }
 
 impl Default for ApiSettings {
@@ -116,6 +140,14 @@ impl Default for ApiSettings {
             trusted_proxies: String::new(),
             command_group_workers: const { Count::of(4) },
             command_group_max: const { Count::of(32) },
+            webhook_allow_http: false,
+            events_max_wait_ms: const { Millis::of(30_000) },
+            live_min_interval_ms: const { Millis::of(250) },
+            live_heartbeat_ms: const { Millis::of(15_000) },
+            live_poll_ms: const { Millis::of(3_000) },
+            // Room left under max_connections (10,000) for the requests of everyone else.
+            live_max_connections: const { Count::of(5_000) },
+            live_max_per_client: const { Count::of(16) },
         }
     }
 }
@@ -152,6 +184,9 @@ impl ApiSettings {
     }
     pub fn header_timeout(&self) -> Duration {
         self.header_timeout_ms.get()
+    }
+    pub fn events_max_wait(&self) -> Duration {
+        self.events_max_wait_ms.get()
     }
 }
 

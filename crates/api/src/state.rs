@@ -1,17 +1,23 @@
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use axum::extract::FromRef;
 use ledgerboard_core::board::definition::Definitions;
 use ledgerboard_core::board::group::CommandGroups;
 use ledgerboard_core::board::periods::PeriodCache;
 use ledgerboard_core::competition::EntryGroups;
-use ledgerboard_core::config::{self, DatabaseSettings, Holds};
-use ledgerboard_core::db::Database;
+use ledgerboard_core::config::{self, Count, DatabaseSettings, Holds};
+use ledgerboard_core::db::{Database, StoreError};
+use ledgerboard_core::events::sequence::{self, Upkeep};
 use ledgerboard_core::projection::Store;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::Auth;
 use crate::coalesce::TopReads;
 use crate::freshness::FreshnessCache;
+use crate::live::{Live, LiveSettings};
 use crate::rebuilds::RebuildRequests;
 use crate::settings::{ApiSettings, Sections};
 
@@ -57,6 +63,16 @@ pub struct Shared {
     /// Each board's current and previous period, kept as long as a definition and never past
     /// the current period's scheduled end; `POST /v1/boards/{board}/reset` and `PUT` forget it.
     pub periods: Arc<PeriodCache>,
+    /// Live updates (`GET /v1/boards/{board}/live`): the hubs, the one pub/sub subscriber and
+    /// the streams' counts (`crate::live`).
+    pub live: Arc<Live>,
+    /// The event log's last position as this process's upkeep last read it
+    /// ([`AppState::start_event_upkeep`]): every long poll of `GET /v1/events` waits on this
+    /// one watch (`subscribe`), so waiting costs no query until the log moves.
+    pub event_head: watch::Sender<i64>,
+    /// Long polls of the feed waiting now (each counts itself while it waits, and stops
+    /// counting when it ends or its client goes away).
+    pub events_waiting: AtomicUsize,
 }
 
 impl AppState {
@@ -116,7 +132,36 @@ impl AppState {
             rebuilds: Arc::default(),
             definitions: Arc::new(Definitions::new(api.definition_cache())),
             periods: Arc::new(PeriodCache::new(api.definition_cache())),
+            live: Arc::new(Live::new(LiveSettings::from(api))),
+            event_head: watch::Sender::new(0),
+            events_waiting: AtomicUsize::new(0),
         }))
+    }
+
+    /// Runs the event log's upkeep in this process until `stop` (core `events::sequence`:
+    /// committed events get their positions, retention deletes old ones), on a pool of one
+    /// connection of its own, so that neither commands nor reads wait for it. After each turn
+    /// it sets [`Shared::event_head`], which wakes the feed's long polls. Any number of
+    /// processes may run it (a lock makes it one turn at a time); the api always does, so that
+    /// the log moves even where no dispatcher runs.
+    pub fn start_event_upkeep<D>(
+        &self,
+        settings: &config::Settings<D>,
+        stop: CancellationToken,
+    ) -> Result<JoinHandle<()>, StoreError> {
+        let db = Database::connect(
+            &DatabaseSettings {
+                pool_max_size: const { Count::of(1) },
+                ..settings.database.clone()
+            },
+            "ledgerboard-api-events",
+        )?;
+        Ok(tokio::spawn(sequence::upkeep(
+            db,
+            Upkeep::from(&settings.events),
+            stop,
+            self.event_head.clone(),
+        )))
     }
 }
 

@@ -11,6 +11,7 @@ mod events;
 mod growth;
 mod kinds;
 mod latency;
+mod live;
 mod load;
 mod memory;
 mod periods;
@@ -24,6 +25,7 @@ mod reconciler;
 mod redis_benchmark;
 mod report;
 mod settings;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,6 +68,9 @@ enum Section {
     Periods,
     Growth,
     Events,
+    /// SSE fan-out of one api process and `rank.top_changed`'s cost to the projector
+    /// (`live.rs`).
+    Live,
 }
 
 #[tokio::main]
@@ -131,6 +136,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let periods = section(want(Section::Periods), periods::run(quick)).await?;
     let growth = section(want(Section::Growth), growth::run(quick, &args.growth)).await?;
     let events = section(want(Section::Events), events::run(quick, out)).await?;
+    let live = section(want(Section::Live), live::run(quick)).await?;
     let report = report::Report {
         quick: args.quick,
         telemetry: !args.without_telemetry,
@@ -147,6 +153,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         periods,
         growth,
         events,
+        live,
     };
     let markdown = report.markdown();
     std::fs::write(args.out.join("report.md"), &markdown)?;

@@ -18,6 +18,7 @@ mod review;
 mod status;
 mod token;
 mod user;
+mod webhook;
 
 /// Operate a ledgerboard deployment: schema migrations, status, parked outbox rows, rebuilds.
 #[derive(Parser)]
@@ -84,6 +85,12 @@ enum Command {
         #[command(subcommand)]
         command: review::ReviewCommand,
     },
+    /// Webhook subscriptions to the event log: create, list, show (lanes, parked, gaps),
+    /// update, delete; their parked deliveries and requeue.
+    Webhook {
+        #[command(subcommand)]
+        command: webhook::WebhookCommand,
+    },
     /// Make bearer tokens for `auth.tokens` (only their SHA-256 digest goes into the settings),
     /// keys for `auth.player_keys` and player tokens for testing.
     Token {
@@ -112,6 +119,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Period { command } => period::run(&settings, command).await,
         Command::Review { command } => review::run(&settings, command).await,
         Command::Competition { command } => competition::run(&settings, command).await,
+        Command::Webhook { command } => webhook::run(&settings, command).await,
         Command::Rebuild { board, wait_secs } => {
             rebuild::run(args.daemon.config.as_deref(), &board, wait_secs).await
         }

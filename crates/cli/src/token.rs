@@ -17,7 +17,7 @@ pub enum TokenCommand {
         /// The token's name (in logs and rate limits): 1 to 64 of A-Z a-z 0-9 - _ .
         #[arg(long)]
         name: String,
-        /// Scopes: write:*, write:<board>, read, moderate, admin (repeat or comma-separate).
+        /// Scopes: write:*, write:<board>, read, moderate, events, admin (repeat or comma-separate).
         #[arg(long, required = true, value_delimiter = ',')]
         scope: Vec<String>,
     },

@@ -16,3 +16,4 @@ pub mod ranking;
 pub mod shutdown;
 pub mod telemetry;
 pub mod tls;
+pub mod webhook;

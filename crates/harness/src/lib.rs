@@ -2,7 +2,8 @@
 //! processes ([`Daemon`]), a redis-server of the run's own ([`RedisServer`], plain or TLS-only)
 //! and a PostgreSQL cluster of its own ([`PostgresServer`]), which a run may stop, restart,
 //! flush or reconfigure without touching anyone else's data, the one HTTP/1.1 client
-//! ([`http`]) that talks to them, and a small load balancer ([`Proxy`]) for rolling restarts.
+//! ([`http`]) that talks to them (with a reader of server-sent events over it, [`sse`]), and a
+//! small load balancer ([`Proxy`]) for rolling restarts.
 //! `lbchaos experiment`, `lbchaos chaos` and the tests
 //! (through the testkit) use them. The console's browser tests drive a headless chromium
 //! through chromedriver ([`Browser`]), with a small WebDriver client of the harness's own.
@@ -14,6 +15,7 @@ mod postgres_server;
 mod proxy;
 mod redis_cluster;
 mod redis_server;
+pub mod sse;
 pub mod wait;
 
 pub use browser::{Browser, Element};

@@ -25,6 +25,8 @@ pub struct Tally {
     pub stale: u64,
     pub failed: u64,
     pub parked: u64,
+    /// `rank.top_changed` events queued with the batch (core `events/top.rs`).
+    pub top_changed: u64,
 }
 
 /// What became of a projected row: the `result` label of `ledgerboard_projections_total`.
@@ -79,6 +81,7 @@ pub struct Counters {
     parked: AtomicU64,
     /// By [`BatchErrorKind`], in the order of `BatchErrorKind::ALL`.
     batch_errors: [AtomicU64; 3],
+    top_changed: AtomicU64,
 }
 
 /// A copy of one projector's counters at one moment.
@@ -93,6 +96,8 @@ pub struct Snapshot {
     pub outages: u64,
     pub database_errors: u64,
     pub timeouts: u64,
+    /// `rank.top_changed` events queued by committed batches.
+    pub top_changed: u64,
 }
 
 impl Snapshot {
@@ -136,6 +141,7 @@ impl Counters {
             outages,
             database_errors,
             timeouts,
+            top_changed: get(&self.top_changed),
         }
     }
 
@@ -166,6 +172,8 @@ impl Counters {
             self.projections(result).fetch_add(n, Ordering::Relaxed);
         }
         self.parked.fetch_add(tally.parked, Ordering::Relaxed);
+        self.top_changed
+            .fetch_add(tally.top_changed, Ordering::Relaxed);
     }
 
     /// Counts one abandoned batch.
@@ -233,6 +241,10 @@ pub fn init() {
         .with_description("Rows parked by this projector")
         .with_callback(|o: &dyn AsyncInstrument<u64>| o.observe(total(|c| &c.parked), &[]))
         .build();
+    m.u64_observable_counter("ledgerboard.events.top_changed")
+        .with_description("rank.top_changed events queued by this projector's batches")
+        .with_callback(|o: &dyn AsyncInstrument<u64>| o.observe(total(|c| &c.top_changed), &[]))
+        .build();
     m.u64_observable_counter("ledgerboard.projection.batch.errors")
         .with_description("Batches abandoned, by kind")
         .with_callback(|o: &dyn AsyncInstrument<u64>| {
@@ -267,6 +279,7 @@ mod tests {
             stale: 1,
             failed: 2,
             parked: 1,
+            top_changed: 2,
         };
         c.batch(&tally, Instant::now());
         c.batch(&Tally::default(), Instant::now());
@@ -284,6 +297,7 @@ mod tests {
                 outages: 1,
                 database_errors: 0,
                 timeouts: 1,
+                top_changed: 2,
             }
         );
         assert_eq!((s.delivered(), s.claimed()), (5, 7));

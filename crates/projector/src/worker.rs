@@ -14,9 +14,10 @@ use ledgerboard_core::backoff::Backoff;
 use ledgerboard_core::db::StatementClient;
 use ledgerboard_core::db::outbox::{self, Claimed, RetryPolicy};
 use ledgerboard_core::db::{Database, StoreError, commit};
+use ledgerboard_core::events::top as top_changed;
 use ledgerboard_core::model::ProjectionEntry;
-use ledgerboard_core::projection::Store;
-use ledgerboard_core::projection::{self, Outage, RowOutcome};
+use ledgerboard_core::projection::top::BoardTop;
+use ledgerboard_core::projection::{self, Applied, Outage, RowOutcome, Seal, Store};
 use ledgerboard_core::telemetry::trace_context;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -171,14 +172,14 @@ impl Worker {
         let span = batch_span(&claimed);
         async {
             let (entries, invalid) = split(claimed);
-            let outcomes = match self.apply(&entries).await {
-                Ok(outcomes) => outcomes,
+            let applied = match self.apply(&entries).await {
+                Ok(applied) => applied,
                 Err(outage) => {
                     let _ = tx.rollback().await;
                     return Err(outage.into());
                 }
             };
-            let tally = self.record(&tx, &entries, outcomes, invalid, None).await?;
+            let tally = self.record(&tx, &entries, applied, invalid, None).await?;
             commit(tx).await?;
             Ok(tally)
         }
@@ -203,8 +204,8 @@ impl Worker {
         async {
             let ids: Vec<i64> = claimed.iter().map(|c| c.id).collect();
             let (entries, invalid) = split(claimed);
-            let outcomes = match self.apply(&entries).await {
-                Ok(outcomes) => outcomes,
+            let applied = match self.apply(&entries).await {
+                Ok(applied) => applied,
                 Err(outage) => {
                     // Give the rows back now rather than when the lease runs out.
                     let _ =
@@ -214,7 +215,7 @@ impl Worker {
             };
             let tx = client.transaction().await?;
             let tally = self
-                .record(&tx, &entries, outcomes, invalid, Some(&self.owner))
+                .record(&tx, &entries, applied, invalid, Some(&self.owner))
                 .await?;
             commit(tx).await?;
             Ok(tally)
@@ -223,31 +224,40 @@ impl Worker {
         .await
     }
 
-    async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Vec<RowOutcome>, Outage> {
-        projection::apply_batch(
+    /// The batch in one pipelined round trip, with each board's first N read in the same
+    /// round trip for `rank.top_changed` (none when `events.top_n` is 0).
+    async fn apply(&self, entries: &[ProjectionEntry]) -> Result<Applied, Outage> {
+        projection::apply_batch_with_tops(
             &self.store,
             entries,
             self.settings.projector.event_marker_ttl(),
+            self.settings.events.top_n.get() as u64,
         )
         .await
     }
 
-    /// Publishes the rows whose projection is done and charges an attempt to the others. In
-    /// leased mode only rows still leased to `owner` are touched: a row whose lease ran out and
-    /// went to another projector is that projector's to record.
+    /// Publishes the rows whose projection is done and charges an attempt to the others; in
+    /// the same transaction, records the first N of each board with a published row and queues
+    /// a `rank.top_changed` where it changed (core `events/top.rs`), so that event is written
+    /// iff the batch is recorded. In leased mode only rows still leased to `owner` are touched:
+    /// a row whose lease ran out and went to another projector is that projector's to record.
     async fn record(
         &self,
         client: &impl StatementClient,
         entries: &[ProjectionEntry],
-        outcomes: Vec<RowOutcome>,
+        applied: Applied,
         mut failures: Vec<(i64, String)>,
         owner: Option<&str>,
     ) -> Result<Tally, BatchError> {
+        let Applied { outcomes, tops } = applied;
         let mut tally = Tally {
             claimed: entries.len() + failures.len(),
             ..Tally::default()
         };
         let mut published = Vec::with_capacity(entries.len());
+        // Boards with a row recorded as done: only their first N is compared (a board whose
+        // rows all failed is reported by the batch that projects them).
+        let mut done_boards = std::collections::HashSet::new();
         for (entry, outcome) in entries.iter().zip(outcomes) {
             match outcome {
                 RowOutcome::Applied => tally.applied += 1,
@@ -259,8 +269,15 @@ impl Worker {
                 }
             }
             published.push(entry.outbox_id);
+            done_boards.insert(&entry.board);
         }
         outbox::publish(client, self.db.statements(), &published, owner).await?;
+        let reads: Vec<top_changed::Read> = tops
+            .iter()
+            .filter(|t| done_boards.contains(&t.board))
+            .filter_map(reported)
+            .collect();
+        tally.top_changed = top_changed::record(client, self.db.statements(), &reads).await?;
         let p = &self.settings.projector;
         let policy = RetryPolicy {
             base_ms: p.retry_base_ms.ms(),
@@ -283,6 +300,16 @@ impl Worker {
         }
         Ok(tally)
     }
+}
+
+/// The read of a board whose seal is whole, as `rank.top_changed` records it; a board that is
+/// not whole (lost, being rebuilt) has no first N worth reporting.
+fn reported(top: &BoardTop) -> Option<top_changed::Read> {
+    (top.seal == Seal::Whole).then(|| top_changed::Read {
+        board: top.board.clone(),
+        sequence: top.sequence,
+        top: top.entries_json(),
+    })
 }
 
 /// Most requests one batch span links to (the SDK's default limit on links per span).

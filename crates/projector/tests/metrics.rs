@@ -53,6 +53,7 @@ async fn the_exported_counters_are_the_sum_of_every_projectors_counters() {
         stale: 1,
         failed: 2,
         parked: 1,
+        top_changed: 0,
     };
     a.batch(&tally, Instant::now());
     b.batch(&tally, Instant::now());

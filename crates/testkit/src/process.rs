@@ -132,6 +132,10 @@ pub fn daemon_env(db: &TestDb, redis: &TestRedis) -> Vec<(String, String)> {
             "LEDGERBOARD__RECONCILER__ADMIN_LISTEN".into(),
             "127.0.0.1:0".into(),
         ),
+        (
+            "LEDGERBOARD__DISPATCHER__ADMIN_LISTEN".into(),
+            "127.0.0.1:0".into(),
+        ),
     ]
 }
 

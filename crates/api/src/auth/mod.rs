@@ -242,6 +242,22 @@ impl Identity {
         }
     }
 
+    /// The event feed (`GET /v1/events`) needs a token with the `events` or the `admin` scope,
+    /// whatever `auth.reads` says: it tells what happens on every board, user ids and
+    /// moderation reasons included.
+    pub fn require_events(&self) -> Result<(), ApiError> {
+        match self {
+            Identity::Anonymous => Err(ApiError::Unauthenticated(
+                "the event feed needs a bearer token",
+            )),
+            Identity::Token(t) if t.may_read_events() => Ok(()),
+            Identity::Token(_) => Err(ApiError::Forbidden(
+                "the event feed needs the events or admin scope",
+            )),
+            Identity::Player(_) => Err(player_scope("read the event feed")),
+        }
+    }
+
     /// The token's name (the actor of an audit row); empty for an anonymous caller.
     pub fn name(&self) -> &str {
         match self {
@@ -279,7 +295,7 @@ pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) ->
             Some(Identity::Player(_)) => {
                 return ApiError::PlayerDenied(
                     "player_scope",
-                    "a player token reads its own entry only (/v1/boards/{board}/users/{its user id}, on a board it names) while auth.reads is token".into(),
+                    "a player token reads its own entry only (/v1/boards/{board}/users/{its user id}, or /v1/boards/{board}/live, on a board it names) while auth.reads is token".into(),
                 )
                 .into_response();
             }
@@ -292,7 +308,8 @@ pub async fn require_read(State(auth): State<Auth>, req: Request, next: Next) ->
 }
 
 /// Whether `path` is `/v1/boards/{board}/users/{user}` for a board the player names and its
-/// own user id (percent-decoded, as the route decodes it).
+/// own user id (percent-decoded, as the route decodes it), or `/v1/boards/{board}/live` of a
+/// board it names (whose messages carry the player's own entry).
 fn own_entry(player: &Player, path: &str) -> bool {
     let mut parts = path.split('/');
     match (
@@ -304,6 +321,9 @@ fn own_entry(player: &Player, path: &str) -> bool {
         parts.next(),
         parts.next(),
     ) {
+        (Some(""), Some("v1"), Some("boards"), Some(board), Some("live"), None, None) => {
+            BoardId::parse(board).is_ok_and(|b| player.may_use(&b))
+        }
         (Some(""), Some("v1"), Some("boards"), Some(board), Some("users"), Some(user), None) => {
             let user = percent_encoding::percent_decode_str(user).decode_utf8();
             BoardId::parse(board).is_ok_and(|b| player.may_use(&b))

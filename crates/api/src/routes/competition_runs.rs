@@ -74,6 +74,8 @@ pub async fn close(
 #[utoipa::path(
     get,
     path = "/v1/competitions/{id}/verification",
+    // Unique in the document (the SDKs name their functions after it).
+    operation_id = "competition_verification",
     params(("id" = String, Path, description = "its board's id", pattern = r"^[A-Za-z0-9_.-]{1,64}$")),
     responses(
         (status = 200, description = "the verification", body = competition::Verification),

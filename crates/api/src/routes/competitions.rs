@@ -153,6 +153,8 @@ pub struct CompetitionPage {
 #[utoipa::path(
     get,
     path = "/v1/competitions",
+    // Unique in the document (the SDKs name their functions after it).
+    operation_id = "list_competitions",
     params(CompetitionQuery),
     responses(
         (status = 200, description = "a page of competitions", body = CompetitionPage),

@@ -6,12 +6,14 @@ pub mod boards;
 pub mod commands;
 pub mod competition_runs;
 pub mod competitions;
+pub mod events;
 pub mod moderation;
 pub mod periods;
 pub mod read_shapes;
 pub mod reads;
 pub mod reviews;
 pub(crate) mod target;
+pub mod webhooks;
 
 use axum::extract::rejection::PathRejection;
 

@@ -139,6 +139,8 @@ pub struct PeriodVerification {
 #[utoipa::path(
     get,
     path = "/v1/boards/{board}/periods/{period}/verification",
+    // Unique in the document (the SDKs name their functions after it).
+    operation_id = "period_verification",
     params(
         ("board" = String, Path, description = "1 to 64 characters of A-Z a-z 0-9 _ . -", pattern = r"^[A-Za-z0-9_.-]{1,64}$"),
         ("period" = String, Path, description = "a period id: its start in UTC, YYYYMMDDTHHMMSSZ", pattern = r"^[0-9]{8}T[0-9]{6}Z$"),

@@ -90,7 +90,7 @@ fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, A
 /// old for read-your-writes), which then comes from PostgreSQL. `has_members` says whether an
 /// answer shows the board has members: a board whose projection is not whole is only asked to
 /// be rebuilt then, so reads of boards that do not exist create nothing in Redis.
-async fn read<T>(
+pub(crate) async fn read<T>(
     state: &AppState,
     target: &Target,
     consistency: Consistency,

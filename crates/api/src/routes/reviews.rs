@@ -46,6 +46,8 @@ pub struct ReviewPage {
 #[utoipa::path(
     get,
     path = "/v1/reviews",
+    // Unique in the document (the SDKs name their functions after it).
+    operation_id = "list_reviews",
     params(ReviewQuery),
     responses(
         (status = 200, description = "a page of held scores", body = ReviewPage),

@@ -111,7 +111,7 @@ pub(crate) async fn period_board(
 /// answer while PostgreSQL cannot state the definition: with the one this process read last,
 /// else the one the board's seal states (the rebuild writes it), else the implicit one (an
 /// undeclared board's, the only kind before definitions existed).
-pub(super) async fn order(
+pub(crate) async fn order(
     state: &AppState,
     board: &BoardId,
     consistency: Consistency,

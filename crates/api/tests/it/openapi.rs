@@ -33,6 +33,7 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/boards",
             "/v1/boards/{board}",
             "/v1/boards/{board}/attempts",
+            "/v1/boards/{board}/live",
             "/v1/boards/{board}/periods/{period}/standings",
             "/v1/boards/{board}/periods/{period}/verification",
             "/v1/boards/{board}/reset",
@@ -48,10 +49,15 @@ async fn the_document_covers_every_route_and_its_answers() {
             "/v1/competitions/{id}/results",
             "/v1/competitions/{id}/runs/{run}/close",
             "/v1/competitions/{id}/verification",
+            "/v1/events",
             "/v1/moderation",
             "/v1/reviews",
             "/v1/reviews/{event_id}/approve",
-            "/v1/reviews/{event_id}/reject"
+            "/v1/reviews/{event_id}/reject",
+            "/v1/webhooks",
+            "/v1/webhooks/{id}",
+            "/v1/webhooks/{id}/parked",
+            "/v1/webhooks/{id}/parked/requeue"
         ]
     );
     let attempts = &paths["/v1/boards/{board}/attempts"]["post"]["responses"];
@@ -64,6 +70,10 @@ async fn the_document_covers_every_route_and_its_answers() {
             moderation.get(code).is_some(),
             "POST moderation lacks {code}"
         );
+    }
+    let events = &paths["/v1/events"]["get"]["responses"];
+    for code in ["200", "400", "401", "403", "410", "429", "503"] {
+        assert!(events.get(code).is_some(), "GET events lacks {code}");
     }
     let post = &paths["/v1/boards/{board}/scores"]["post"]["responses"];
     for code in ["200", "201", "400", "409", "413", "422", "503"] {
@@ -181,4 +191,80 @@ async fn the_docs_page_renders_it() {
     assert!(body.contains("swagger-ui"), "{body}");
     let (status, _) = get("/docs/swagger-ui.css").await;
     assert_eq!(status, StatusCode::OK, "assets are served from the binary");
+}
+
+/// The committed copy of the served document, from which the SDKs are generated (sdks/).
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdks/openapi.json");
+
+/// The document as it is committed: pretty-printed JSON, every object's keys sorted, a final
+/// newline. So a diff of the file shows what changed in the API, not how it was printed.
+fn normalise(served: &str) -> String {
+    fn sorted(value: serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<_> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                serde_json::Value::Object(
+                    entries.into_iter().map(|(k, v)| (k, sorted(v))).collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.into_iter().map(sorted).collect())
+            }
+            other => other,
+        }
+    }
+    let value: serde_json::Value = serde_json::from_str(served).expect("the document is JSON");
+    let mut text = serde_json::to_string_pretty(&sorted(value)).expect("print JSON");
+    text.push('\n');
+    text
+}
+
+/// `sdks/openapi.json` is the document the api serves, byte for byte once normalised, and its
+/// `info.version` is this release's. `LEDGERBOARD_WRITE_OPENAPI=1` writes the file instead
+/// (`just openapi`, which then regenerates the SDKs' generated files from it).
+#[tokio::test]
+async fn the_committed_document_is_the_served_one() {
+    let (status, body) = get("/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    let served = normalise(&body);
+    let doc: serde_json::Value = serde_json::from_str(&served).expect("JSON");
+    assert_eq!(
+        doc["info"]["version"],
+        env!("CARGO_PKG_VERSION"),
+        "info.version follows the workspace's version"
+    );
+    // OpenAPI requires unique operation ids, and openapi-typescript's `operations` type has
+    // one member per id: two routes with the same one would not compile in the TypeScript SDK.
+    let mut ids = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("a path item") {
+            if let Some(id) = op["operationId"].as_str()
+                && let Some(other) = ids.insert(id.to_owned(), format!("{method} {path}"))
+            {
+                panic!("operationId {id} names both {other} and {method} {path}");
+            }
+        }
+    }
+    if std::env::var_os("LEDGERBOARD_WRITE_OPENAPI").is_some() {
+        std::fs::write(COMMITTED, &served).expect("write sdks/openapi.json");
+        return;
+    }
+    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    if committed != served {
+        let line = committed
+            .lines()
+            .zip(served.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| committed.lines().count().min(served.lines().count()));
+        panic!(
+            "sdks/openapi.json is not the document the api serves (first difference at line {}: \
+             committed {:?}, served {:?}).\nRegenerate it and the SDKs' generated files with \
+             `just openapi` (or `LEDGERBOARD_WRITE_OPENAPI=1 cargo test -p ledgerboard-api \
+             --test it openapi::` then `sdks/sdk.sh generate`), and commit the result.",
+            line + 1,
+            committed.lines().nth(line).unwrap_or("<end of file>"),
+            served.lines().nth(line).unwrap_or("<end of file>"),
+        );
+    }
 }

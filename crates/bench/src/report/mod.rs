@@ -10,6 +10,7 @@ use crate::events::EventsFigures;
 use crate::growth::GrowthFigures;
 use crate::kinds::KindsFigures;
 use crate::latency::LatencyFigures;
+use crate::live::LiveFigures;
 use crate::memory::MemoryFigures;
 use crate::periods::PeriodsFigures;
 use crate::projector::ProjectorFigures;
@@ -44,6 +45,7 @@ pub struct Report {
     pub periods: Option<PeriodsFigures>,
     pub growth: Option<GrowthFigures>,
     pub events: Option<EventsFigures>,
+    pub live: Option<LiveFigures>,
 }
 
 /// `| a | b | … |` and a newline.
@@ -76,6 +78,9 @@ impl Report {
         }
         if let Some(e) = &self.events {
             out.push_str(&e.table());
+        }
+        if let Some(l) = &self.live {
+            out.push_str(&l.table());
         }
         out.push_str(&self.details());
         out
@@ -121,6 +126,7 @@ mod tests {
             periods: None,
             growth: None,
             events: None,
+            live: None,
         };
         assert_eq!(
             report.markdown(),

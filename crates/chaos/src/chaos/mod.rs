@@ -52,6 +52,7 @@ mod client;
 mod compare;
 mod cup;
 mod drain;
+mod event_log;
 mod expected;
 mod faults;
 mod ledger;
@@ -186,6 +187,9 @@ async fn chaos(
     let mut run = Run::start(stack, redis, options).await?;
     let injected = run.load().await?;
     let drained = run.drain().await?;
+    // The event log before anything repairs anything: each accepted command's one event.
+    let accepted: Vec<uuid::Uuid> = lock(&run.ledger).accepted.keys().copied().collect();
+    let event_log = event_log::check(stack, &accepted).await?;
     // The boards compared from here on: the boards that do not reset and every period with an
     // entry or an event (no new one appears: a ban or unban writes only entries that exist).
     let boards = run_boards(stack).await?;
@@ -195,7 +199,7 @@ async fn chaos(
     let (after_applied, after) = run.moderate_after_the_faults(&boards).await?;
     let pass = run.final_pass(&boards).await?;
     let (ledger, checked, mismatches) = run
-        .verdict(&injected, &before, &after, &pass, &drained)
+        .verdict(&injected, &before, &after, &pass, &drained, &event_log)
         .await?;
     let markdown = report::markdown(&report::Figures {
         seed: options.seed,
@@ -209,6 +213,7 @@ async fn chaos(
         cup: &run.cup_checks,
         injected: &injected,
         drained: &drained,
+        event_log: &event_log,
         lost: &lost,
         before: &before,
         after_applied,
@@ -447,6 +452,7 @@ impl<'a> Run<'a> {
         after: &AfterModeration,
         pass: &FinalPass,
         drained: &Drained,
+        event_log: &event_log::EventLog,
     ) -> anyhow::Result<(Ledger, check::Checked, Vec<String>)> {
         let ledger = std::mem::take(
             &mut *self
@@ -456,6 +462,7 @@ impl<'a> Run<'a> {
         );
         let mut mismatches: Vec<String> = ledger.violations.clone();
         mismatches.extend(self.probes.problems.iter().cloned());
+        mismatches.extend(event_log.problems.iter().cloned());
         mismatches.extend(before.problems.iter().cloned());
         mismatches.extend(after.problems.iter().cloned());
         let passes_before = pass.passes_before;

@@ -32,6 +32,8 @@ pub(super) struct Figures<'a> {
     pub(super) cup: &'a super::cup::CupChecks,
     pub(super) injected: &'a BTreeMap<Fault, u64>,
     pub(super) drained: &'a Drained,
+    /// The event log checked after the drain, before any repair.
+    pub(super) event_log: &'a super::event_log::EventLog,
     /// The board deleted after the drain.
     pub(super) lost: &'a BoardId,
     pub(super) before: &'a BeforeRepair,
@@ -80,6 +82,7 @@ pub(super) fn markdown(f: &Figures) -> String {
         board_rows(f),
         moderation_rows(f),
         probe_rows(f),
+        event_log_rows(f),
         comparison_rows(f),
         period_rows(f),
         cup_rows(f),
@@ -294,6 +297,21 @@ fn probe_rows(f: &Figures) -> Vec<(&'static str, String)> {
 }
 
 /// The comparisons before any pass, and after the moderation that followed the faults.
+/// The event log's figures (`event_log.rs`).
+fn event_log_rows(f: &Figures) -> Vec<(&'static str, String)> {
+    let e = f.event_log;
+    vec![
+        (
+            "before repair: recorded commands with exactly one score.accepted event",
+            format!("{} of {}", e.logged_once, e.recorded),
+        ),
+        (
+            "before repair: accepted commands with exactly one score.accepted event",
+            format!("{} of {}", e.accepted_once, e.accepted),
+        ),
+    ]
+}
+
 fn comparison_rows(f: &Figures) -> Vec<(&'static str, String)> {
     let Figures {
         pass,
@@ -455,7 +473,11 @@ const CHECKED: &str = "\nDuring the load one moderation loop bans, unbans and re
          action ids (200, the first outcome) and reuses them with another reason (409); each \
          action applied, with the api's answer and when it came, is in `moderation.json` beside \
          this report.\n\n\
-         Before any reconciliation pass (none ran during the load), after the drain: every whole \
+         Before any reconciliation pass (none ran during the load), after the drain: every \
+         command recorded in `score_events` (each accepted one, and each board it fed) has \
+         exactly one `score.accepted` in the event log or its queue, on its board, for its user, \
+         at its version, no such event names a command not recorded, and every command the api \
+         accepted has exactly one; every whole \
          board equals `user_scores`' visible entries (score, every other column, column count, \
          version and tie) except at members chaos corrupted; every \
          board not whole is read through the api from PostgreSQL with PostgreSQL's visible \

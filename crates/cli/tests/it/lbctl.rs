@@ -4,6 +4,7 @@ mod board;
 mod columns;
 mod competitions;
 mod players;
+mod webhooks;
 use std::time::Duration;
 
 use ledgerboard_core::config::SharedOnly;

@@ -9,8 +9,10 @@
 //!
 //! Scopes: `write:*` (score commands on every board), `write:<board>` (on that board),
 //! `read` (reads, when `auth.reads = token`), `moderate` (moderation commands: removals, bans,
-//! erasures; and reads), `admin` (everything). A release before `moderate` existed refuses a
-//! table that names it: remove such entries before rolling back to one. `lbctl token new` makes a
+//! erasures; and reads), `events` (the event feed, `GET /v1/events`: every board's scores,
+//! closes, moderation and review decisions, with user ids; and reads), `admin` (everything). A
+//! release before `moderate` (or `events`) existed refuses a table that names it: remove such
+//! entries before rolling back to one. `lbctl token new` makes a
 //! token and its entry; `lbctl token hash` hashes one you have.
 //!
 //! Player tokens (JWTs a game's backend mints for one player, verified with the keys of
@@ -29,6 +31,9 @@ pub enum Scope {
     WriteBoard(BoardId),
     Read,
     Moderate,
+    /// The event feed: what happens on every board, user ids and moderation reasons included,
+    /// so neither `read` nor `moderate` grants it.
+    Events,
     Admin,
 }
 
@@ -57,7 +62,7 @@ impl TokenEntry {
         self.scopes.iter().any(|s| match s {
             Scope::Admin | Scope::WriteAll => true,
             Scope::WriteBoard(b) => b == board,
-            Scope::Read | Scope::Moderate => false,
+            Scope::Read | Scope::Moderate | Scope::Events => false,
         })
     }
 
@@ -72,6 +77,13 @@ impl TokenEntry {
         self.scopes
             .iter()
             .any(|s| matches!(s, Scope::Moderate | Scope::Admin))
+    }
+
+    /// The event feed (`GET /v1/events`) needs `events` or `admin`.
+    pub fn may_read_events(&self) -> bool {
+        self.scopes
+            .iter()
+            .any(|s| matches!(s, Scope::Events | Scope::Admin))
     }
 
     /// Reading needs `read`; a token that may write or administer may read too.
@@ -159,7 +171,7 @@ impl TokenTable {
             let scopes = scopes
                 .split(',')
                 .map(str::trim)
-                .map(|s| parse_scope(s).ok_or_else(|| format!("entry {n} ({name}): unknown scope {s:?} (write:*, write:<board>, read, moderate, admin)")))
+                .map(|s| parse_scope(s).ok_or_else(|| format!("entry {n} ({name}): unknown scope {s:?} (write:*, write:<board>, read, moderate, events, admin)")))
                 .collect::<Result<Vec<_>, _>>()?;
             entries.push(TokenEntry {
                 name: name.to_owned(),
@@ -204,6 +216,7 @@ fn parse_scope(s: &str) -> Option<Scope> {
         "write:*" => Some(Scope::WriteAll),
         "read" => Some(Scope::Read),
         "moderate" => Some(Scope::Moderate),
+        "events" => Some(Scope::Events),
         "admin" => Some(Scope::Admin),
         _ => s
             .strip_prefix("write:")
@@ -219,11 +232,12 @@ mod tests {
     #[test]
     fn tokens_authenticate_by_digest_and_scopes_decide() {
         let spec = format!(
-            "eu={}@write:season-1 ; ops={}@admin;reader={}@read;support={}@moderate",
+            "eu={}@write:season-1 ; ops={}@admin;reader={}@read;support={}@moderate;feed={}@events",
             hash_token("eu-secret"),
             hash_token("ops-secret"),
             hash_token("read-secret"),
-            hash_token("support-secret")
+            hash_token("support-secret"),
+            hash_token("feed-secret")
         );
         let table = TokenTable::parse(&spec).expect("valid");
         let season = BoardId::parse("season-1").expect("board");
@@ -240,6 +254,11 @@ mod tests {
         let support = table.authenticate("support-secret").expect("support");
         assert!(support.may_moderate() && support.may_read());
         assert!(!support.may_administer() && !support.may_write(&season));
+        let feed = table.authenticate("feed-secret").expect("feed");
+        assert!(feed.may_read_events() && feed.may_read());
+        assert!(!feed.may_moderate() && !feed.may_write(&season) && !feed.may_administer());
+        assert!(ops.may_read_events());
+        assert!(!reader.may_read_events() && !support.may_read_events() && !eu.may_read_events());
         assert!(table.authenticate("eu-secreT").is_none());
         assert!(table.authenticate("").is_none());
         assert_eq!(

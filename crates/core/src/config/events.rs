@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Millis;
+use super::{Count, Millis};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -17,6 +17,14 @@ pub struct EventsSettings {
     pub retention_hours: u32,
     /// Between retention sweeps.
     pub sweep_interval_ms: Millis<1_000, 86_400_000>,
+    /// Events an enabled webhook subscription has not been delivered yet are kept past
+    /// `retention_hours` until they are this old; then retention deletes them too and the
+    /// subscription records the loss (docs/dispatcher.md, "Retention"). At least
+    /// `retention_hours`.
+    pub webhook_hold_hours: u32,
+    /// `rank.top_changed`: how many of a board's first entries the projector watches (the
+    /// same N for every board); 0 writes no such event and reads nothing for it.
+    pub top_n: Count<0, 100>,
 }
 
 impl Default for EventsSettings {
@@ -25,6 +33,8 @@ impl Default for EventsSettings {
             sequence_interval_ms: const { Millis::of(50) },
             retention_hours: 168,
             sweep_interval_ms: const { Millis::of(60_000) },
+            webhook_hold_hours: 720,
+            top_n: const { Count::of(10) },
         }
     }
 }
@@ -35,6 +45,12 @@ impl EventsSettings {
             "events.retention_hours",
             u64::from(self.retention_hours),
             1,
+            24 * 3_650,
+        )?;
+        super::in_range(
+            "events.webhook_hold_hours",
+            u64::from(self.webhook_hold_hours),
+            u64::from(self.retention_hours),
             24 * 3_650,
         )
     }

@@ -104,11 +104,12 @@ pub const SHARED_SECTIONS: [&str; 6] = [
 /// rebuild`): a binary that meets another daemon's section names it as such instead of
 /// calling it unknown. A daemon that adds a section lists it here; until then the other
 /// binaries warn about it as an unknown section.
-pub const DAEMON_SECTIONS: [(&str, &str); 4] = [
+pub const DAEMON_SECTIONS: [(&str, &str); 5] = [
     ("api", "ledgerboard-api"),
     ("auth", "ledgerboard-api"),
     ("projector", "ledgerboard-projector"),
     ("reconciler", "ledgerboard-reconciler"),
+    ("dispatcher", "ledgerboard-dispatcher"),
 ];
 
 impl<D> Deref for Settings<D> {

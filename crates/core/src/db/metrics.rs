@@ -98,6 +98,23 @@ pub enum Op {
     EventFeed,
     /// The event log's retention.
     EventSweep,
+    /// The projector's `rank.top_changed`: each board's first N compared with the last
+    /// recorded, and the event (events/top.rs).
+    EventTop,
+    /// Webhook subscriptions: create, list, read, change, delete (`webhook/sql/*.sql`).
+    WebhookSubscription,
+    /// The dispatcher's claim of lanes (`webhook/sql/claim.sql`).
+    WebhookClaim,
+    /// A lane's next events, and a gap retention left (`webhook/sql/next.sql`, `gap.sql`).
+    WebhookEvents,
+    /// A lane moved past a delivered event or an empty window, or given back.
+    WebhookAdvance,
+    /// A failed delivery: the attempt, the back-off, the park, the circuit (`fail.sql`).
+    WebhookFail,
+    /// Parked deliveries: list, requeue, the requeued ones' claim and outcome.
+    WebhookParked,
+    /// What the dispatcher's gauges sample (`webhook/sql/status.sql`).
+    WebhookStatus,
 }
 
 impl Label for Op {
@@ -150,6 +167,14 @@ impl Label for Op {
         Op::EventSequence,
         Op::EventFeed,
         Op::EventSweep,
+        Op::EventTop,
+        Op::WebhookSubscription,
+        Op::WebhookClaim,
+        Op::WebhookEvents,
+        Op::WebhookAdvance,
+        Op::WebhookFail,
+        Op::WebhookParked,
+        Op::WebhookStatus,
     ];
     const KEY: &'static str = "op";
     fn as_str(self) -> &'static str {
@@ -209,6 +234,14 @@ impl Op {
             Op::EventSequence => "event_sequence",
             Op::EventFeed => "event_feed",
             Op::EventSweep => "event_sweep",
+            Op::EventTop => "event_top",
+            Op::WebhookSubscription => "webhook_subscription",
+            Op::WebhookClaim => "webhook_claim",
+            Op::WebhookEvents => "webhook_events",
+            Op::WebhookAdvance => "webhook_advance",
+            Op::WebhookFail => "webhook_fail",
+            Op::WebhookParked => "webhook_parked",
+            Op::WebhookStatus => "webhook_status",
         }
     }
 }

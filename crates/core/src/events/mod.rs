@@ -11,6 +11,7 @@
 pub mod feed;
 pub mod render;
 pub mod sequence;
+pub mod top;
 
 use serde::Serialize;
 

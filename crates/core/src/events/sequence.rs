@@ -19,11 +19,11 @@ static MOVE: Statement<1> = Statement::new(
     include_str!("sql/sequence_move.sql"),
     [Type::INT8],
 );
-/// Parameters: retention in hours, batch.
-static SWEEP: Statement<2> = Statement::new(
+/// Parameters: retention in hours, batch, webhooks' hold in hours.
+static SWEEP: Statement<3> = Statement::new(
     Op::EventSweep,
     include_str!("sql/sweep.sql"),
-    [Type::INT4, Type::INT8],
+    [Type::INT4, Type::INT8, Type::INT4],
 );
 
 /// Rows one turn moves at most; a backlog takes several turns, each one short transaction.
@@ -56,11 +56,18 @@ pub async fn sequence_all(db: &Database) -> Result<bool, StoreError> {
     }
 }
 
-/// Deletes events older than `hours` in batches of `batch`; returns how many.
-pub async fn sweep(db: &Database, hours: i32, batch: i64) -> Result<u64, StoreError> {
+/// Deletes events older than `hours` in batches of `batch`; returns how many. Events an
+/// enabled webhook subscription's lane has not passed yet are kept until they are
+/// `hold_hours` old (`sql/sweep.sql`).
+pub async fn sweep(
+    db: &Database,
+    hours: i32,
+    hold_hours: i32,
+    batch: i64,
+) -> Result<u64, StoreError> {
     let mut total = 0u64;
     loop {
-        let row = db.query_one(&SWEEP, [&hours, &batch]).await?;
+        let row = db.query_one(&SWEEP, [&hours, &batch, &hold_hours]).await?;
         let deleted: i64 = row.try_get("deleted")?;
         total += deleted as u64;
         if deleted < batch {
@@ -76,6 +83,8 @@ pub struct Upkeep {
     pub interval: Duration,
     /// Events older than this many hours are deleted.
     pub retention_hours: i32,
+    /// Events a webhook lane still has to deliver are kept until this many hours old.
+    pub webhook_hold_hours: i32,
     /// Between retention sweeps.
     pub sweep_interval: Duration,
 }
@@ -85,6 +94,7 @@ impl From<&crate::config::EventsSettings> for Upkeep {
         Upkeep {
             interval: s.sequence_interval(),
             retention_hours: i32::try_from(s.retention_hours).unwrap_or(i32::MAX),
+            webhook_hold_hours: i32::try_from(s.webhook_hold_hours).unwrap_or(i32::MAX),
             sweep_interval: s.sweep_interval(),
         }
     }
@@ -124,7 +134,8 @@ pub async fn upkeep(
         };
         if last_sweep.elapsed() >= settings.sweep_interval {
             last_sweep = tokio::time::Instant::now();
-            match sweep(&db, settings.retention_hours, 10_000).await {
+            let (hours, hold) = (settings.retention_hours, settings.webhook_hold_hours);
+            match sweep(&db, hours, hold, 10_000).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deleted = n, "event log retention"),
                 Err(e) => tracing::warn!(error = %e, "event log retention failed"),

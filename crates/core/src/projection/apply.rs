@@ -10,11 +10,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use redis::{ErrorKind, RedisError, RedisResult};
+use redis::{ErrorKind, RedisError, RedisResult, Value};
 
 use super::keys::KeyLayout;
 use super::member;
-use super::scripts::{PROJECT, evalsha, send_pipeline};
+use super::scripts::{PROJECT, TOP, evalsha, send_pipeline_of};
+use super::top::{self, BoardTop};
 use super::{ReadModelError, Store};
 use crate::model::{BoardId, ProjectionEntry};
 
@@ -51,13 +52,41 @@ impl From<ReadModelError> for Outage {
 /// board without a seal (a new board, or one whose projection was lost), or refused because
 /// the board's keys are corrupt, adds the board to the rebuild requests ([`needs_rebuild`]),
 /// so the reconciler rebuilds and seals it even if nobody reads it.
+///
+/// Every call that applies a row moves its board's change sequence forward and publishes it on
+/// the live channel (`lua/project.lua`, `live.rs`), so whoever applies rows (the projector, a
+/// test, the benchmark) keeps the api's live updates true.
 pub async fn apply_batch(
     store: &Store,
     entries: &[ProjectionEntry],
     marker_ttl: Duration,
 ) -> Result<Vec<RowOutcome>, Outage> {
+    Ok(apply_batch_with_tops(store, entries, marker_ttl, 0)
+        .await?
+        .outcomes)
+}
+
+/// What [`apply_batch_with_tops`] did: one outcome per entry, in order, and each board's first
+/// N as read right after its rows were applied (empty when N is 0).
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub outcomes: Vec<RowOutcome>,
+    pub tops: Vec<BoardTop>,
+}
+
+/// [`apply_batch`], and for each board of the batch its first `top_n` entries read right after
+/// its rows (`lua/top.lua`, `top.rs`): the read is one more script call per board in the same
+/// pipelined round trip, so it adds no round trip. A board whose read fails (anything but an
+/// outage, which abandons the batch as any other reply's would) has no [`BoardTop`]: its rows
+/// stand, and its next batch reads again.
+pub async fn apply_batch_with_tops(
+    store: &Store,
+    entries: &[ProjectionEntry],
+    marker_ttl: Duration,
+    top_n: u64,
+) -> Result<Applied, Outage> {
     if entries.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Applied::default());
     }
     let mut conn = store.connection().await?;
     let ttl_ms = marker_ttl.as_millis().max(1).to_string();
@@ -77,6 +106,7 @@ pub async fn apply_batch(
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     let keys = store.keys();
+    let channel = keys.live_channel();
     for (b, rows) in &boards {
         let mut call_keys = vec![
             keys.scores(b),
@@ -90,13 +120,17 @@ pub async fn apply_batch(
             keys.rebuild_distinct(b),
             keys.rebuild_metadata(b),
             keys.tombstones(b),
+            keys.changes(b),
         ];
         call_keys.extend(
             rows.iter()
                 .map(|&i| keys.event_marker(b, &entries[i].event_id)),
         );
         let call_keys: Vec<&str> = call_keys.iter().map(String::as_str).collect();
-        let cmd = evalsha(&mut pipe, &PROJECT, &call_keys).arg(&ttl_ms);
+        let cmd = evalsha(&mut pipe, &PROJECT, &call_keys)
+            .arg(&ttl_ms)
+            .arg(&channel)
+            .arg(b.as_str());
         for &i in rows {
             let e = &entries[i];
             cmd.arg(e.user_id.as_str())
@@ -106,20 +140,34 @@ pub async fn apply_batch(
                 .arg(e.metadata.as_deref().unwrap_or(""))
                 .arg(e.change.as_arg());
         }
+        if top_n > 0 {
+            top::add_read(&mut pipe, keys, b, top_n);
+        }
     }
+    let per_board = if top_n > 0 { 2 } else { 1 };
     // A second NOSCRIPT (the script vanished again) counts as an outage in `outcome`.
-    let replies: Vec<RedisResult<Vec<String>>> = send_pipeline(&mut conn, &PROJECT, &pipe)
+    let replies: Vec<RedisResult<Value>> = send_pipeline_of(&mut conn, &[&PROJECT, &TOP], &pipe)
         .await
         .map_err(|e| Outage(e.to_string()))?;
-    if replies.len() != boards.len() {
+    if replies.len() != boards.len() * per_board {
         return Err(Outage(format!(
             "{} replies to {} script calls",
             replies.len(),
-            boards.len()
+            boards.len() * per_board
         )));
     }
+    let mut replies = replies.into_iter();
     let mut answers: Vec<Option<RedisResult<String>>> = vec![None; entries.len()];
-    for ((_, rows), reply) in boards.iter().zip(replies) {
+    let mut tops = Vec::new();
+    for (board, rows) in &boards {
+        let Some(reply) = replies.next() else { break };
+        if top_n > 0
+            && let Some(read) = replies.next()
+            && let Some(t) = top_of(board, read)?
+        {
+            tops.push(t);
+        }
+        let reply = reply.and_then(|v| Ok(redis::from_redis_value::<Vec<String>>(v)?));
         match reply {
             Ok(strings) if strings.len() == rows.len() => {
                 for (&i, s) in rows.iter().zip(strings) {
@@ -162,7 +210,25 @@ pub async fn apply_batch(
             tracing::warn!(error = %e, boards = ?unwhole, "could not request the rebuild of boards not whole");
         }
     }
-    answers.into_iter().map(outcome).collect()
+    Ok(Applied {
+        outcomes: answers.into_iter().map(outcome).collect::<Result<_, _>>()?,
+        tops,
+    })
+}
+
+/// A board's first N from its `lua/top.lua` reply: an outage abandons the batch as any reply's
+/// would; any other failure only loses this batch's read of the board (logged).
+fn top_of(board: &BoardId, read: RedisResult<Value>) -> Result<Option<BoardTop>, Outage> {
+    let failed = match read {
+        Ok(value) => match top::parse(board.clone(), value) {
+            Ok(t) => return Ok(Some(t)),
+            Err(e) => e.to_string(),
+        },
+        Err(e) if is_outage(&e) => return Err(Outage(e.to_string())),
+        Err(e) => e.to_string(),
+    };
+    tracing::warn!(error = %failed, board = %board, "the first N of a board could not be read; no rank.top_changed for it this batch");
+    Ok(None)
 }
 
 /// [`request_rebuilds`] of one board, on a connection of its own (a reader's or the

@@ -13,6 +13,9 @@
 //! <namespace>:lb:{<board>}:t          hash         user_id → the version that hid the member
 //!                                                  (moderation's tombstone; not per generation)
 //! <namespace>:lb:{<board>}:e:<event>  string       marker of an applied event (with a TTL)
+//! <namespace>:lb:{<board>}:q          string       the board's change sequence: moved forward
+//!                                                  by every projection call that applied a
+//!                                                  row (lua/project.lua; not per generation)
 //! <namespace>:lb:{<board>}:m          hash         the seal: gen (generation id), card (members
 //!                                                  the projection was given), dcard (distinct
 //!                                                  scores :d holds), built_at (ms)
@@ -28,6 +31,8 @@
 //! <namespace>:lb:{<board>}:x:retired  hash         (same)
 //! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
 //! <namespace>:rebuild:requests        set          boards a reader or projector found unsealed
+//! <namespace>:live                    channel      pub/sub: '<sequence> <board>' per board a
+//!                                                  projection call changed (live updates)
 //! ```
 //!
 //! A board's projection is *sealed* when `:m` exists and `ZCARD :z` and `HLEN :v` both equal its
@@ -109,6 +114,13 @@ impl KeyLayout {
         format!("{}:e:{}", self.board_prefix(board), event)
     }
 
+    /// The board's change sequence: an integer that `lua/project.lua` moves forward, in the
+    /// same step, whenever it applies a row to the board. Not part of a generation (a rebuild
+    /// leaves it), so it only ever grows while it exists.
+    pub fn changes(&self, board: &BoardId) -> String {
+        format!("{}:q", self.board_prefix(board))
+    }
+
     /// The board's seal (see the module's documentation).
     pub fn meta(&self, board: &BoardId) -> String {
         format!("{}:m", self.board_prefix(board))
@@ -143,6 +155,7 @@ impl KeyLayout {
             self.metadata(board),
             self.tombstones(board),
             self.meta(board),
+            self.changes(board),
             self.rebuild_scores(board),
             self.rebuild_versions(board),
             self.rebuild_distinct(board),
@@ -177,6 +190,14 @@ impl KeyLayout {
     /// report included. Not board-tagged.
     pub fn check_requests(&self) -> String {
         format!("{}:reconcile:requests", self.namespace)
+    }
+
+    /// The pub/sub channel of live updates: one message `<sequence> <board>` for each board a
+    /// projection call changed (`projection/live.rs`). One channel for every board, published
+    /// with plain PUBLISH: a Redis Cluster carries it to every node, so one subscriber on any
+    /// node hears every board (SPUBLISH would need a subscription on each shard).
+    pub fn live_channel(&self) -> String {
+        format!("{}:live", self.namespace)
     }
 
     /// A pattern matching every key of this namespace (the chaos run cleans up with it).
@@ -261,5 +282,6 @@ mod tests {
         assert_eq!(slot, cluster_slot(&keys.rebuild_metadata(&board)));
         assert_eq!(slot, cluster_slot(&keys.retired_metadata(&board)));
         assert_eq!(slot, cluster_slot(&keys.rebuild_meta(&board)));
+        assert_eq!(slot, cluster_slot(&keys.changes(&board)));
     }
 }

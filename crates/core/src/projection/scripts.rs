@@ -73,6 +73,10 @@ pub static OBSERVE: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("
 /// `lua/read.lua` (read-only): every leaderboard read of one board, with its seal, in one call.
 pub static READ: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("read")));
 
+/// `lua/top.lua` (read-only): a board's first N, its seal and its change sequence, in one
+/// snapshot (the projector's `rank.top_changed`, `top.rs`).
+pub static TOP: LazyLock<Script> = LazyLock::new(|| Script::new(read_only!("top")));
+
 /// Adds one EVALSHA call of `script` to `pipe`; chain `.arg(..)` for its arguments.
 pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'a mut Pipeline {
     let cmd = pipe.cmd("EVALSHA").arg(script.get_hash()).arg(keys.len());
@@ -91,6 +95,17 @@ pub async fn send_pipeline<C: ConnectionLike, T: FromRedisValue>(
     script: &Script,
     pipe: &Pipeline,
 ) -> RedisResult<Vec<RedisResult<T>>> {
+    send_pipeline_of(conn, &[script], pipe).await
+}
+
+/// [`send_pipeline`] of a pipeline that calls several scripts (the projector's batch: the
+/// projection script and the top read): after a NOSCRIPT each of them is loaded, then the
+/// whole pipeline is sent once more.
+pub async fn send_pipeline_of<C: ConnectionLike, T: FromRedisValue>(
+    conn: &mut C,
+    scripts: &[&Script],
+    pipe: &Pipeline,
+) -> RedisResult<Vec<RedisResult<T>>> {
     let replies: Vec<RedisResult<T>> = pipe.query_async(conn).await?;
     if !replies
         .iter()
@@ -99,7 +114,9 @@ pub async fn send_pipeline<C: ConnectionLike, T: FromRedisValue>(
         return Ok(replies);
     }
     tracing::info!("a script is missing from Redis (restart or failover?): loading it");
-    script.prepare_invoke().load_async(conn).await?;
+    for script in scripts {
+        script.prepare_invoke().load_async(conn).await?;
+    }
     pipe.query_async(conn).await
 }
 

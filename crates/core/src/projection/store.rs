@@ -65,6 +65,16 @@ pub struct Store {
     backend: Backend,
     keys: KeyLayout,
     url_for_logs: String,
+    /// One client per URL (each seed in cluster mode) for the live updates' subscriber
+    /// (`live.rs`), which needs a connection of its own in subscribed mode.
+    subscribers: std::sync::Arc<Subscribers>,
+}
+
+/// What [`Store::subscriber`] connects with.
+struct Subscribers {
+    clients: Vec<redis::Client>,
+    /// A connect and the SUBSCRIBE's answer.
+    open_timeout: std::time::Duration,
 }
 
 #[derive(Clone)]
@@ -156,6 +166,14 @@ impl Store {
             .collect::<Vec<_>>()
             .join(",");
         let keys = KeyLayout::new(&settings.namespace);
+        let subscribers = std::sync::Arc::new(Subscribers {
+            clients: settings
+                .seed_urls()
+                .into_iter()
+                .map(|url| Ok(redis::Client::open(connection_info(settings, url)?)?))
+                .collect::<Result<_, ReadModelError>>()?,
+            open_timeout: settings.connect_timeout() + settings.response_timeout(),
+        });
         if settings.cluster {
             return Ok(Self {
                 backend: Backend::Cluster(std::sync::Arc::new(cluster::ClusterBackend::new(
@@ -163,6 +181,7 @@ impl Store {
                 )?)),
                 keys,
                 url_for_logs,
+                subscribers,
             });
         }
         let connection = AsyncConnectionConfig::new()
@@ -195,7 +214,26 @@ impl Store {
             },
             keys,
             url_for_logs,
+            subscribers,
         })
+    }
+
+    /// A connection in pub/sub mode for the live updates' one subscriber per process
+    /// (`live.rs`), to the `attempt`-th URL in turn (in cluster mode the seeds one after the
+    /// other, so a node that is down is skipped by the next attempt: a PUBLISH reaches every
+    /// node of a cluster, so any node will do). Bounded by the connect and response timeouts.
+    pub async fn subscriber(&self, attempt: usize) -> Result<redis::aio::PubSub, ReadModelError> {
+        let subs = &self.subscribers;
+        let Some(client) = subs.clients.get(attempt % subs.clients.len().max(1)) else {
+            return Err(ReadModelError::Unavailable("no redis url".into()));
+        };
+        match tokio::time::timeout(subs.open_timeout, client.get_async_pubsub()).await {
+            Ok(conn) => Ok(conn?),
+            Err(_) => Err(ReadModelError::Unavailable(format!(
+                "no pub/sub connection within {} ms",
+                subs.open_timeout.as_millis()
+            ))),
+        }
     }
 
     /// A connection whose every command and pipeline is timed into

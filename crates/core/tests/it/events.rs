@@ -205,7 +205,7 @@ async fn every_recorded_command_is_one_score_event_with_its_previous_tuple_in_ve
         )
         .await
         .expect("age");
-    assert_eq!(sweep(&env.db, 1, 7).await.expect("sweep"), 43);
+    assert_eq!(sweep(&env.db, 1, 1, 7).await.expect("sweep"), 43);
     match feed::page(&env.db, &definitions, Some(0), &Filter::default(), 10).await {
         Err(EventsError::CursorExpired { swept_through, .. }) => {
             assert_eq!(swept_through, page.head)

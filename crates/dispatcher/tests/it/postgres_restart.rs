@@ -79,7 +79,10 @@ async fn postgres_restarted_during_delivery_loses_nothing() {
         let lanes = ledgerboard_core::webhook::list(&db, None, 10).await;
         let mut detail = Vec::new();
         for s in lanes.iter().flatten() {
-            detail.push(format!("{:?}", ledgerboard_core::webhook::get(&db, &s.id).await));
+            detail.push(format!(
+                "{:?}",
+                ledgerboard_core::webhook::get(&db, &s.id).await
+            ));
         }
         panic!(
             "{} of {} delivered after the restart; lanes: {detail:?}",

@@ -149,9 +149,13 @@ async fn the_projection_script_refuses_bad_arguments_with_lbbadarg() {
             .key(keys.rebuild_distinct(&board))
             .key(keys.rebuild_metadata(&board))
             .key(keys.tombstones(&board))
+            .key(keys.changes(&board))
             .key(keys.event_marker(&board, &bad))
             .key(keys.event_marker(&board, &good))
             .arg(60_000)
+            // No live channel: nothing published.
+            .arg("")
+            .arg("b")
             // No tie key, no metadata, no moderation.
             .arg("alice")
             .arg(score)

@@ -6,3 +6,4 @@ mod failures;
 mod lifecycle;
 mod projection;
 mod retention;
+mod top_changed;

@@ -53,6 +53,9 @@ async fn fuzz(who: &str, token: &str, examples: &str) {
         "LEDGERBOARD__API__PLAYER_RATE_LIMIT_PER_MIN".into(),
         "0".into(),
     ));
+    // GET /v1/events may wait up to 30 s for an event (its `wait`), past the fuzzer's 5 s
+    // request timeout; the server's bound cuts every wait short.
+    env.push(("LEDGERBOARD__API__EVENTS_MAX_WAIT_MS".into(), "200".into()));
     env.push((
         "LEDGERBOARD__AUTH__PLAYER_KEYS".into(),
         format!("fuzz=HS256:{PLAYER_SECRET}"),

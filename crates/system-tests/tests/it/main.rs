@@ -5,5 +5,6 @@ mod cluster;
 mod console;
 mod contract;
 mod fuzz;
+mod sdks;
 mod telemetry;
 mod upgrade;
