@@ -53,6 +53,9 @@ use crate::routes::{
         webhooks::parked_list,
         webhooks::requeue
     ),
+    // A live stream's events carry a LiveMessage as JSON text: listed so that clients get
+    // its type (the stream's own schema is LiveEvent's).
+    components(schemas(crate::live::render::LiveMessage)),
     modifiers(&BearerAuth),
     tags(
         (name = "commands", description = "idempotent score commands"),

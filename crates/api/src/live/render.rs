@@ -54,6 +54,22 @@ pub struct LiveMe<'a> {
     pub around: &'a [RankedEntry],
 }
 
+/// One event of the stream as an SSE parser hands it over (the document's schema of a
+/// `text/event-stream` answer describes its events): `data` is one [`LiveMessage`] as JSON.
+/// Never built: the stream writes these fields as SSE lines (`split`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct LiveEvent {
+    /// `<sequence>.<digest>`: send it back as `Last-Event-ID` when reconnecting.
+    pub id: String,
+    /// Always `snapshot`.
+    #[schema(example = "snapshot")]
+    pub event: String,
+    /// A LiveMessage (see its schema) as JSON text.
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
+}
+
 /// One message's `data` (event `snapshot`): an absolute snapshot, so a client never needs
 /// the messages it missed.
 #[derive(Serialize, utoipa::ToSchema)]

@@ -70,6 +70,7 @@ pub struct CreateWebhook {
     responses(
         (status = 201, description = "created; the answer holds the secret, shown this once", body = Created),
         (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 413, description = "body too large", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 422, description = "`invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret`", body = ErrorBody),
@@ -154,6 +155,14 @@ pub async fn list(
     identity.require_admin()?;
     let Query(q) = query.map_err(|e| ApiError::BadQuery(e.body_text()))?;
     let limit = limit(q.limit, webhook::MAX_PAGE)?;
+    // A subscription id or nothing: any other text (a NUL byte, say) never reaches PostgreSQL.
+    if let Some(after) = q.after.as_deref()
+        && !ledgerboard_core::ids::is_identifier(after)
+    {
+        return Err(ApiError::BadQuery(format!(
+            "after must be the next of a previous page, not {after:?}"
+        )));
+    }
     let webhooks = webhook::list(&state.db, q.after.as_deref(), limit).await?;
     let next = (webhooks.len() as i64 == limit)
         .then(|| webhooks.last().map(|w| w.id.clone()))
@@ -214,6 +223,7 @@ pub struct UpdateWebhook {
     responses(
         (status = 200, description = "changed", body = Subscription),
         (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 413, description = "body too large", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 404, description = "`webhook_unknown`", body = ErrorBody),
@@ -319,7 +329,11 @@ pub async fn parked_list(
     let Path(id) = id.map_err(path_error)?;
     let Query(q) = query.map_err(|e| ApiError::BadQuery(e.body_text()))?;
     let limit = limit(q.limit, parked::MAX_PAGE)?;
-    let parked = parked::list(&state.db, &id, q.after.unwrap_or(0), limit).await?;
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::OutOfRange("after must be 0 or more".into()));
+    }
+    let parked = parked::list(&state.db, &id, after, limit).await?;
     let next = (parked.len() as i64 == limit)
         .then(|| parked.last().map(|p| p.position))
         .flatten();
@@ -330,7 +344,7 @@ pub async fn parked_list(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Requeue {
-    /// These positions; absent or empty: every parked delivery of the subscription.
+    /// These positions; absent or empty (`{}`): every parked delivery of the subscription.
     #[schema(max_items = 10000)]
     positions: Option<Vec<i64>>,
 }
@@ -352,9 +366,11 @@ pub struct Requeued {
     responses(
         (status = 200, description = "requeued", body = Requeued),
         (status = 400, description = "malformed body", body = ErrorBody),
+        (status = 413, description = "body too large", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 404, description = "`webhook_unknown`", body = ErrorBody),
+        (status = 422, description = "`out_of_range`: more than 10000 positions", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "webhooks",
@@ -369,11 +385,8 @@ pub async fn requeue(
     identity.require_admin()?;
     let Path(id) = id.map_err(path_error)?;
     let raw = raw?;
-    let b: Requeue = if raw.is_empty() {
-        Requeue { positions: None }
-    } else {
-        body(Ok(raw), "{\"positions\"?: [position, …]}")?
-    };
+    // A body is required: `{}` requeues everything, and nothing does so by omission.
+    let b: Requeue = body(Ok(raw), "{\"positions\"?: [position, …]}")?;
     let positions = b.positions.unwrap_or_default();
     if positions.len() > 10_000 {
         return Err(ApiError::OutOfRange("at most 10000 positions".into()));

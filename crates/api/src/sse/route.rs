@@ -23,7 +23,7 @@ use crate::client::ClientKey;
 use crate::coalesce::{Start, TopRequest};
 use crate::error::{ApiError, ErrorBody};
 use crate::freshness::Freshness;
-use crate::live::render::{LiveMessage, Snapshot};
+use crate::live::render::Snapshot;
 use crate::live::{Refusal, Resume};
 use crate::routes::path_error;
 use crate::routes::reads::{Consistency, read};
@@ -79,7 +79,7 @@ fn in_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<u64, A
         LiveQuery
     ),
     responses(
-        (status = 200, description = "`text/event-stream`: `id: <sequence>.<digest>`, `event: snapshot`, `data:` one LiveMessage as JSON; `: hb` comment lines as heartbeats. Headers `Cache-Control: no-cache`, `X-Accel-Buffering: no`.", content_type = "text/event-stream", body = LiveMessage),
+        (status = 200, description = "`text/event-stream`: `id: <sequence>.<digest>`, `event: snapshot`, `data:` one LiveMessage as JSON; `: hb` comment lines as heartbeats. Headers `Cache-Control: no-cache`, `X-Accel-Buffering: no`.", content_type = "text/event-stream", body = crate::live::render::LiveEvent),
         (status = 400, description = "an unreadable or unknown parameter", body = ErrorBody),
         (status = 401, description = "a bad bearer token; with auth.reads = token, none", body = ErrorBody),
         (status = 403, description = "a player token that does not name the board (player_board)", body = ErrorBody),

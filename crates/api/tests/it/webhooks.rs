@@ -174,6 +174,32 @@ async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
         (StatusCode::OK, json!(1))
     );
 
+    // Nothing is requeued by omission: a body is required (`{}` for all); the page's cursor is
+    // a position or a subscription id, never anything else.
+    let (status, body) = call(
+        &api,
+        "POST",
+        &format!("/v1/webhooks/{id}/parked/requeue"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = call(
+        &api,
+        "GET",
+        &format!("/v1/webhooks/{id}/parked?after=-1"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range".into()),
+        "{body}"
+    );
+    let (status, body) = call(&api, "GET", "/v1/webhooks?after=%C2%96%00", ADMIN, None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (status, _) = call(&api, "DELETE", &format!("/v1/webhooks/{id}"), ADMIN, None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     for (method, uri) in [
@@ -182,7 +208,8 @@ async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
         ("GET", format!("/v1/webhooks/{id}/parked")),
         ("POST", format!("/v1/webhooks/{id}/parked/requeue")),
     ] {
-        let (status, body) = call(&api, method, &uri, ADMIN, None).await;
+        let body = (method == "POST").then(|| json!({}));
+        let (status, body) = call(&api, method, &uri, ADMIN, body).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}: {body}");
         if method != "DELETE" {
             assert_eq!(code(&body), "webhook_unknown");

@@ -65,7 +65,9 @@ async fn fuzz(who: &str, token: &str, examples: &str) {
     let mut api = Process::start(&binary.to_string_lossy(), &[], &env);
     let addr = api.wait_for_addr("ledgerboard-api started", Duration::from_secs(20));
 
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/schemathesis.toml");
     let output = tokio::process::Command::new("st")
+        .args(["--config-file", config])
         .args(["run", &format!("http://{addr}/openapi.json")])
         .args(["--header", &format!("Authorization: Bearer {token}")])
         .args([

@@ -16,6 +16,7 @@ use ledgerboard_testkit::{
 const API: &str = "ledgerboard-api";
 const PROJECTOR: &str = "ledgerboard-projector";
 const RECONCILER: &str = "ledgerboard-reconciler";
+const DISPATCHER: &str = "ledgerboard-dispatcher";
 const BOARD: &str = "telemetry";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -30,6 +31,7 @@ struct Stack {
     api_admin: String,
     projector_admin: String,
     reconciler_admin: String,
+    dispatcher_admin: String,
 }
 
 impl Stack {
@@ -65,6 +67,7 @@ impl Stack {
             api_admin: String::new(),
             projector_admin: String::new(),
             reconciler_admin: String::new(),
+            dispatcher_admin: String::new(),
         }
     }
 
@@ -95,6 +98,7 @@ impl Stack {
                 self.api_admin = admin;
             }
             PROJECTOR => self.projector_admin = addr,
+            DISPATCHER => self.dispatcher_admin = addr,
             _ => self.reconciler_admin = addr,
         }
         process

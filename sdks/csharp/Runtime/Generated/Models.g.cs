@@ -1920,6 +1920,50 @@ namespace Ledgerboard.Client.Models
     }
 
     /// <summary>
+    /// One event of the stream as an SSE parser hands it over (the document's schema of a
+    /// `text/event-stream` answer describes its events): `data` is one [`LiveMessage`] as JSON.
+    /// Never built: the stream writes these fields as SSE lines (`split`).
+    /// </summary>
+    public sealed partial class LiveEvent
+    {
+        /// <summary>
+        /// A LiveMessage (see its schema) as JSON text.
+        /// </summary>
+        public string Data { get; set; }
+
+        /// <summary>
+        /// Always `snapshot`.
+        /// </summary>
+        public string Event { get; set; }
+
+        /// <summary>
+        /// `&lt;sequence&gt;.&lt;digest&gt;`: send it back as `Last-Event-ID` when reconnecting.
+        /// </summary>
+        public string Id { get; set; }
+
+        public static LiveEvent FromJson(object json)
+        {
+            var o = json as Dictionary<string, object>;
+            if (o == null) return null;
+            var m = new LiveEvent();
+            object v;
+            if (o.TryGetValue("data", out v) && v != null) m.Data = JsonRead.String(v);
+            if (o.TryGetValue("event", out v) && v != null) m.Event = JsonRead.String(v);
+            if (o.TryGetValue("id", out v) && v != null) m.Id = JsonRead.String(v);
+            return m;
+        }
+
+        public Dictionary<string, object> ToJson()
+        {
+            var o = new Dictionary<string, object>();
+            if (Data != null) o["data"] = Data;
+            if (Event != null) o["event"] = Event;
+            if (Id != null) o["id"] = Id;
+            return o;
+        }
+    }
+
+    /// <summary>
     /// The `freshness` of a live message: the reads' object, and how updates arrive.
     /// </summary>
     public sealed partial class LiveFreshness
@@ -2886,7 +2930,7 @@ namespace Ledgerboard.Client.Models
     public sealed partial class Requeue
     {
         /// <summary>
-        /// These positions; absent or empty: every parked delivery of the subscription.
+        /// These positions; absent or empty (`{}`): every parked delivery of the subscription.
         /// </summary>
         public List<long> Positions { get; set; }
 

@@ -1230,6 +1230,22 @@ export interface components {
              */
             position: number;
         };
+        /**
+         * @description One event of the stream as an SSE parser hands it over (the document's schema of a
+         *     `text/event-stream` answer describes its events): `data` is one [`LiveMessage`] as JSON.
+         *     Never built: the stream writes these fields as SSE lines (`split`).
+         */
+        LiveEvent: {
+            /** @description A LiveMessage (see its schema) as JSON text. */
+            data: string;
+            /**
+             * @description Always `snapshot`.
+             * @example snapshot
+             */
+            event: string;
+            /** @description `<sequence>.<digest>`: send it back as `Last-Event-ID` when reconnecting. */
+            id: string;
+        };
         /** @description The `freshness` of a live message: the reads' object, and how updates arrive. */
         LiveFreshness: components["schemas"]["Freshness"] & {
             updates: components["schemas"]["Updates"];
@@ -1473,7 +1489,7 @@ export interface components {
         Reason: "strong" | "lag" | "lag_unknown" | "min_version" | "redis_error" | "projection_missing" | "projection_broken" | "period_archived";
         /** @description Which parked deliveries to requeue. */
         Requeue: {
-            /** @description These positions; absent or empty: every parked delivery of the subscription. */
+            /** @description These positions; absent or empty (`{}`): every parked delivery of the subscription. */
             positions?: number[] | null;
         };
         /** @description How many were requeued. */
@@ -2214,7 +2230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["LiveMessage"];
+                    "text/event-stream": components["schemas"]["LiveEvent"];
                 };
             };
             /** @description an unreadable or unknown parameter */
@@ -4250,6 +4266,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret` */
             422: {
                 headers: {
@@ -4447,6 +4472,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `invalid_url`, `webhook_http_refused`, `invalid_kind`, `invalid_boards` */
             422: {
                 headers: {
@@ -4603,6 +4637,24 @@ export interface operations {
             };
             /** @description `webhook_unknown` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `out_of_range`: more than 10000 positions */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

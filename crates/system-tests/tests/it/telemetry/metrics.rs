@@ -197,12 +197,19 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
         "{body}"
     );
 
+    // The dispatcher too: its gauges (parked deliveries, circuits, gaps) are sampled from the
+    // start, so the webhook alerts' series exist before any subscription does.
+    let dispatcher = stack.start(DISPATCHER);
+    eventually(&stack.dispatcher_admin, "the webhook gauges sampled", |s| {
+        s.names().any(|n| n == "ledgerboard_webhook_parked")
+    });
     // Now that every kind of series has a sample, the dashboard and the alert rules must name
     // only metrics the daemons export.
     let exported: std::collections::BTreeSet<String> = [
         &stack.api_admin,
         &stack.projector_admin,
         &stack.reconciler_admin,
+        &stack.dispatcher_admin,
     ]
     .into_iter()
     .flat_map(|addr| {
@@ -214,6 +221,7 @@ async fn metrics_follow_commands_lag_drain_and_a_planted_corruption() {
     .collect();
     check_observability_files(&exported);
 
+    stack.stop(dispatcher);
     stack.stop(reconciler);
     stack.stop(projector);
     stack.stop(api);
