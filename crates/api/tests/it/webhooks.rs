@@ -195,7 +195,7 @@ async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
     .await;
     assert_eq!(
         (status, code(&body)),
-        (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range".into()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
         "{body}"
     );
     let (status, body) = call(&api, "GET", "/v1/webhooks?after=%C2%96%00", ADMIN, None).await;
