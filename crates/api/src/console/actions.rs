@@ -311,14 +311,9 @@ pub async fn requeue(
     headers: HeaderMap,
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ConsoleError> {
-    // The body's own error (axum's wording) is not the operator's business.
-    let body = body.map_err(|r| match ApiError::from(r) {
-        ApiError::PayloadTooLarge => ApiError::PayloadTooLarge,
-        _ => ApiError::MalformedBody("the form could not be read: send it again".into()),
-    })?;
     let mut csrf = String::new();
     let mut ids = Vec::new();
-    for (key, value) in form_pairs(&body) {
+    for (key, value) in read_form(body)? {
         match key.as_str() {
             "csrf" => csrf = value,
             "id" => ids.push(
@@ -352,9 +347,21 @@ pub async fn requeue(
     ))
 }
 
+/// A form read by hand (for keys repeated as sent): its pairs, or the console's own 400 (the
+/// body's own error, axum's wording, is not the operator's business).
+pub(super) fn read_form(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let body = body.map_err(|r| match ApiError::from(r) {
+        ApiError::PayloadTooLarge => ApiError::PayloadTooLarge,
+        _ => ApiError::MalformedBody("the form could not be read: send it again".into()),
+    })?;
+    Ok(form_pairs(&body))
+}
+
 /// `application/x-www-form-urlencoded` pairs, keys repeated as sent (axum's `Form` keeps one
 /// value per key).
-pub(super) fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
+fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 

@@ -10,7 +10,7 @@ use axum::response::Response;
 use ledgerboard_core::webhook::{self, WebhookError, parked};
 use serde_json::json;
 
-use super::actions::{audit, done, form_pairs};
+use super::actions::{audit, done, read_form};
 use super::guard::ConsoleQuery;
 use super::pages::{Notice, chrome};
 use super::session::{self, Session};
@@ -138,13 +138,9 @@ pub async fn requeue(
     headers: HeaderMap,
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ConsoleError> {
-    let body = body.map_err(|r| match ApiError::from(r) {
-        ApiError::PayloadTooLarge => ApiError::PayloadTooLarge,
-        _ => ApiError::MalformedBody("the form could not be read: send it again".into()),
-    })?;
     let mut csrf = String::new();
     let mut positions = Vec::new();
-    for (key, value) in form_pairs(&body) {
+    for (key, value) in read_form(body)? {
         match key.as_str() {
             "csrf" => csrf = value,
             "position" => positions.push(
