@@ -9,6 +9,7 @@ use ledgerboard_testkit::TEST_TOKEN;
 use serde::Serialize;
 
 use crate::api::Stack;
+use crate::cpu::{Cpu, Meter};
 use crate::load::{self, percentile};
 use crate::pgbench::{self, strip_comments};
 
@@ -26,6 +27,10 @@ pub struct CommandFigures {
     pub pgbench_per_s: f64,
     pub pgbench_p50_ms: f64,
     pub pgbench_p99_ms: f64,
+    /// CPU per command (µs by process: `ours` is the api).
+    pub cpu_us: Cpu,
+    /// CPU per pgbench statement (µs: PostgreSQL's backends, pgbench itself under `tools`).
+    pub pgbench_cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,6 +57,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
         eprintln!("commands through the API with {clients} client(s)");
         // A fresh database for each side, so neither inherits the other's table bloat.
         let stack = Stack::start(clients + 4).await?;
+        let meter = Meter::start();
         let ours = load::closed_loop(
             stack.addr,
             clients,
@@ -60,10 +66,13 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             command_request,
         )
         .await?;
+        let cpu = meter.stop();
         stack.stop().await?;
         eprintln!("limit: pgbench running the command statement, {clients} client(s)");
         let stack = Stack::start(clients + 4).await?;
+        let meter = Meter::start();
         let limit = pgbench::run_timed(&stack.db.url, &script, clients, seconds)?;
+        let pgbench_cpu = meter.stop();
         stack.stop().await?;
         levels.push(CommandFigures {
             clients,
@@ -73,6 +82,8 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             pgbench_per_s: limit.tps,
             pgbench_p50_ms: percentile(&limit.latencies_ms, 0.5),
             pgbench_p99_ms: percentile(&limit.latencies_ms, 0.99),
+            cpu_us: cpu.per(ours.requests as f64),
+            pgbench_cpu_us: pgbench_cpu.per(limit.latencies_ms.len() as f64),
         });
     }
     Ok(Commands {

@@ -194,12 +194,16 @@ pub async fn on_load_runtime<T: Send + 'static>(
     work: impl Future<Output = anyhow::Result<T>> + Send + 'static,
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(move || {
-        tokio::runtime::Builder::new_multi_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("load")
             .enable_all()
-            .build()?
-            .block_on(work)
+            .build()?;
+        let out = runtime.block_on(work);
+        // Counted while its threads are still there: CPU per unit of work keeps the load
+        // generator's apart from the API's (`crate::cpu`).
+        crate::cpu::add_load_threads();
+        out
     })
     .await?
 }

@@ -7,6 +7,7 @@ mod attempts;
 mod boards;
 mod commands;
 mod competitions;
+mod cpu;
 mod events;
 mod growth;
 mod kinds;

@@ -16,6 +16,7 @@ use ledgerboard_projector::metrics::Counters;
 use ledgerboard_testkit::{TestDb, TestRedis, seed_outbox};
 use serde::Serialize;
 
+use crate::cpu::{Cpu, Meter};
 use crate::pgbench;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,9 @@ const BATCH: usize = 500;
 pub struct Throughput {
     pub clients: usize,
     pub rows_per_s: f64,
+    /// CPU per row (µs by process): pgbench under `tools` for claim-and-mark, this process
+    /// (the script's caller) under `ours` for the script alone.
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -34,6 +38,8 @@ pub struct Drain {
     pub replicas: usize,
     pub seconds: f64,
     pub rows_per_s: f64,
+    /// CPU per row (µs by process: `ours` is the projector replicas).
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,10 +72,13 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
     for clients in [1, 4] {
         reset_outbox(&client).await?;
         let transactions = (rows as usize).div_ceil(BATCH).div_ceil(clients);
+        let meter = Meter::start();
         let tps = pgbench::run_counted(&db.url, &script, clients, transactions)?;
+        let cpu = meter.stop();
         claim_and_mark.push(Throughput {
             clients,
             rows_per_s: tps * BATCH as f64,
+            cpu_us: cpu.per(rows as f64),
         });
     }
 
@@ -91,6 +100,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
         let store = Store::connect(&settings.redis)?;
         let chunks: Vec<_> = entries.chunks(BATCH).map(<[_]>::to_vec).collect();
         let queue = Arc::new(Mutex::new(chunks));
+        let meter = Meter::start();
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..clients {
@@ -109,9 +119,11 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
                 .map_err(|e: ledgerboard_core::projection::Outage| anyhow::anyhow!(e))?;
         }
         let secs = started.elapsed().as_secs_f64();
+        let cpu = meter.stop();
         script_alone.push(Throughput {
             clients,
             rows_per_s: entries.len() as f64 / secs,
+            cpu_us: cpu.per(entries.len() as f64),
         });
     }
     let best = |v: &[Throughput]| v.iter().map(|t| t.rows_per_s).fold(0.0, f64::max);
@@ -124,12 +136,14 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
         let redis = TestRedis::new();
         settings.redis.namespace = redis.namespace.clone();
         let cancel = CancellationToken::new();
+        let meter = Meter::start();
         let started = Instant::now();
         let handles: Vec<_> = (0..replicas)
             .map(|_| start_replica(&settings, &cancel))
             .collect::<anyhow::Result<_>>()?;
         wait_delivered(&handles, rows as u64, Duration::from_secs(600)).await?;
         let secs = started.elapsed().as_secs_f64();
+        let cpu = meter.stop();
         cancel.cancel();
         for (_, h) in handles {
             h.await?;
@@ -142,6 +156,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
             replicas,
             seconds: secs,
             rows_per_s: rows as f64 / secs,
+            cpu_us: cpu.per(rows as f64),
         });
     }
 

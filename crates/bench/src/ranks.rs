@@ -19,6 +19,7 @@ use ledgerboard_core::projection::Store;
 use serde::Serialize;
 
 use crate::api::Stack;
+use crate::cpu::{Cpu, Meter};
 use crate::load;
 
 const BOARD: &str = "ranks";
@@ -62,6 +63,12 @@ pub struct RankRead {
     pub ceiling_per_s: f64,
     /// The same read of the board of three columns.
     pub three_columns_per_s: f64,
+    /// CPU per read (µs by process: `ours` is the api).
+    pub cpu_us: Cpu,
+    /// CPU per redis-benchmark request (Redis; redis-benchmark under `tools`).
+    pub redis_benchmark_cpu_us: Cpu,
+    /// CPU per ceiling request (the 404) at the same client count.
+    pub ceiling_cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -216,6 +223,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
     let mut ceilings = Vec::new();
     for clients in [16, 64] {
         eprintln!("the api's ceiling (404 of an unknown path) with {clients} clients");
+        let meter = Meter::start();
         let run = load::closed_loop(
             stack.addr,
             clients,
@@ -224,13 +232,14 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
             |_, _| get("/v1/none"),
         )
         .await?;
-        ceilings.push((clients, run.per_s()));
+        let cpu = meter.stop().per(run.requests as f64);
+        ceilings.push((clients, run.per_s(), cpu));
     }
     let ceiling = |clients: usize| {
         ceilings
             .iter()
-            .find(|(c, _)| *c == clients)
-            .map_or(f64::NAN, |(_, r)| *r)
+            .find(|(c, _, _)| *c == clients)
+            .map_or((f64::NAN, Cpu::default()), |(_, r, cpu)| (*r, *cpu))
     };
     let mut reads = Vec::new();
     for read in &READS {
@@ -240,6 +249,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
             .await?;
         for clients in [16, 64] {
             eprintln!("{} with {clients} clients", read.name);
+            let meter = Meter::start();
             let run = load::closed_loop(
                 stack.addr,
                 clients,
@@ -248,12 +258,15 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 read.request,
             )
             .await?;
+            let cpu_us = meter.stop().per(run.requests as f64);
             let command = (read.command)(&z, &d);
             let words: Vec<&str> = command.iter().map(String::as_str).collect();
+            let requests = (run.requests as usize).max(1_000);
+            let meter = Meter::start();
             let redis_benchmark_per_s = crate::redis_benchmark::rate(
                 stack.settings.redis.url.as_str(),
                 clients,
-                (run.requests as usize).max(1_000),
+                requests,
                 Some(if read.offsets {
                     users() - PAGE
                 } else {
@@ -261,6 +274,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 }),
                 &words,
             )?;
+            let redis_benchmark_cpu_us = meter.stop().per(requests as f64);
             // The same read of the board of three columns, right after.
             COLUMNS.store(true, Ordering::Relaxed);
             let columns = async {
@@ -287,8 +301,11 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 p50_ms: run.percentile(0.5),
                 p99_ms: run.percentile(0.99),
                 redis_benchmark_per_s,
-                ceiling_per_s: ceiling(clients),
+                ceiling_per_s: ceiling(clients).0,
                 three_columns_per_s: columns?.per_s(),
+                cpu_us,
+                redis_benchmark_cpu_us,
+                ceiling_cpu_us: ceiling(clients).1,
             });
         }
     }

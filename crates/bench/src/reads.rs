@@ -11,6 +11,7 @@ use ledgerboard_core::projection::Store;
 use serde::Serialize;
 
 use crate::api::Stack;
+use crate::cpu::{Cpu, Meter};
 use crate::load;
 
 #[derive(Debug, Serialize)]
@@ -22,6 +23,10 @@ pub struct ReadFigures {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub redis_benchmark_per_s: f64,
+    /// CPU per read (µs by process: `ours` is the api).
+    pub cpu_us: Cpu,
+    /// CPU per redis-benchmark request (Redis; redis-benchmark under `tools`).
+    pub redis_benchmark_cpu_us: Cpu,
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
@@ -46,6 +51,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
     let mut figures = Vec::new();
     for clients in [16, 64] {
         eprintln!("top-100 reads with {clients} clients");
+        let meter = Meter::start();
         let run = load::closed_loop(
             stack.addr,
             clients,
@@ -54,13 +60,17 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             move |_, _| top(),
         )
         .await?;
+        let cpu = meter.stop().per(run.requests as f64);
+        let requests = (run.requests as usize).max(10_000);
+        let meter = Meter::start();
         let redis_benchmark_per_s = crate::redis_benchmark::rate(
             stack.settings.redis.url.as_str(),
             clients,
-            (run.requests as usize).max(10_000),
+            requests,
             None,
             &["ZREVRANGE", &key, "0", "99", "WITHSCORES"],
         )?;
+        let redis_benchmark_cpu_us = meter.stop().per(requests as f64);
         figures.push(ReadFigures {
             clients,
             seconds: run.seconds,
@@ -69,6 +79,8 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             p50_ms: run.percentile(0.5),
             p99_ms: run.percentile(0.99),
             redis_benchmark_per_s,
+            cpu_us: cpu,
+            redis_benchmark_cpu_us,
         });
     }
     stack.stop().await?;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::cpu::{Cpu, Meter};
 use crate::settings::Settings;
 use anyhow::Context;
 use ledgerboard_core::model::BoardId;
@@ -16,6 +17,8 @@ pub struct Run {
     pub seconds: f64,
     pub rows_per_s: f64,
     pub peak_rss_mb: f64,
+    /// CPU per row (µs by process: the binary under `tools`).
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -29,6 +32,8 @@ pub struct ReconcilerFigures {
     /// SELECT of the rows plus pipelined ZSCORE/HGET of them, one after the other.
     pub limit_seconds: f64,
     pub limit_rows_per_s: f64,
+    /// CPU per row of the limit (µs: its client is this process, `ours`).
+    pub limit_cpu_us: Cpu,
 }
 
 pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
@@ -81,7 +86,9 @@ pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
     )?;
 
     eprintln!("limit: SELECT plus pipelined ZSCORE/HGET");
+    let meter = Meter::start();
     let limit_seconds = limit(&client, &settings, users).await?;
+    let limit_cpu_us = meter.stop().per(users as f64);
     Ok(ReconcilerFigures {
         users,
         rebuild,
@@ -90,6 +97,7 @@ pub async fn run(quick: bool) -> anyhow::Result<ReconcilerFigures> {
         small_board_pass,
         limit_seconds,
         limit_rows_per_s: users as f64 / limit_seconds,
+        limit_cpu_us,
     })
 }
 
@@ -152,6 +160,7 @@ pub(crate) fn measure(
     // board) would block the process until someone read it.
     let stdout_path = std::env::temp_dir().join(format!("bench-{}.out", uuid::Uuid::new_v4()));
     let stderr_path = stdout_path.with_extension("err");
+    let meter = Meter::start();
     let started = Instant::now();
     let mut child = std::process::Command::new(binary)
         .args(args)
@@ -171,6 +180,7 @@ pub(crate) fn measure(
         std::thread::sleep(Duration::from_millis(20));
     };
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = meter.stop();
     let stdout = std::fs::read(&stdout_path).unwrap_or_default();
     let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let _ = std::fs::remove_file(&stdout_path);
@@ -186,6 +196,7 @@ pub(crate) fn measure(
             seconds,
             rows_per_s: rows as f64 / seconds,
             peak_rss_mb: peak_kb as f64 / 1024.0,
+            cpu_us: cpu.per(rows as f64),
         },
         json,
     ))

@@ -18,6 +18,7 @@ use crate::ranks::RanksFigures;
 use crate::reads::ReadFigures;
 use crate::reconciler::ReconcilerFigures;
 
+mod cpu;
 mod details;
 mod machine;
 mod ratios;
@@ -61,6 +62,7 @@ impl Report {
             out.push_str("Quick run (CI): small sizes, rough figures.\n\n");
         }
         out.push_str(&self.ratios());
+        out.push_str(&self.cpu_table());
         if let Some(l) = &self.latency {
             out.push_str(&latency_table(l));
         }
@@ -118,6 +120,18 @@ mod tests {
                 p50_ms: 1.234,
                 p99_ms: 5.678,
                 redis_benchmark_per_s: 4000.0,
+                cpu_us: crate::cpu::Cpu {
+                    ours: 20.0,
+                    load: 10.0,
+                    postgres: 0.0,
+                    redis: 15.0,
+                    tools: 0.0,
+                },
+                redis_benchmark_cpu_us: crate::cpu::Cpu {
+                    redis: 14.0,
+                    tools: 6.0,
+                    ..Default::default()
+                },
             }]),
             memory: None,
             boards: None,
@@ -136,6 +150,18 @@ mod tests {
              | figure | ours | limit | ratio | target |\n|---|---|---|---|---|\n\
              | top-100 reads through the API, 8 clients | 1000 /s (p50 1.23 ms, p99 5.68 ms) \
              | 4000 /s (redis-benchmark ZREVRANGE 0 99 WITHSCORES) | 0.25 | ≥ 0.5 |\n\
+             \n\
+             ## CPU per unit of work (µs of user + system time, ours ÷ limit)\n\n\
+             Ours counts the code under test and the servers it uses (the api or projector, \
+             PostgreSQL, Redis, a binary it runs); the limit counts the servers and, where \
+             the limit's client does the work ours does itself (claim-and-mark, the \
+             projection script, the reconciler's reads), that client. The load generators \
+             (ours, pgbench's and redis-benchmark's for commands and reads) are shown after \
+             `load` and counted on neither side.\n\n\
+             | figure | ours per unit | limit per unit | ratio | detail | target |\n\
+             |---|---|---|---|---|---|\n\
+             | top-100 read, 8 clients | 35 µs (api 20 + redis 15; load 10) \
+             | 14 µs (redis 14; load 6) | 2.50 |  |  |\n\
              \n\
              ## Details\n\n\
              \nMachine: 2 cores, cpu; psql 15; redis 7.\n\n\

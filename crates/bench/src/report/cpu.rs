@@ -1,0 +1,146 @@
+//! The CPU table: for each figure of the ratios table, what one unit of work (a command, a
+//! projected row, a read, a rebuilt row) cost each process in CPU, ours beside the limit's,
+//! and their ratio. On shared cores this is the figure that does not move with the hour.
+
+use super::{Report, row};
+
+/// One line: the figure, ours and the limit's CPU per unit (µs by process), what each side's
+/// total counts, and the target.
+struct Line {
+    figure: String,
+    ours: String,
+    ours_total: f64,
+    limit: String,
+    limit_total: f64,
+    extra: String,
+    target: &'static str,
+}
+
+impl Report {
+    pub(super) fn cpu_table(&self) -> String {
+        let lines = self.cpu_lines();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "## CPU per unit of work (µs of user + system time, ours ÷ limit)\n\n\
+             Ours counts the code under test and the servers it uses (the api or projector, \
+             PostgreSQL, Redis, a binary it runs); the limit counts the servers and, where \
+             the limit's client does the work ours does itself (claim-and-mark, the \
+             projection script, the reconciler's reads), that client. The load generators \
+             (ours, pgbench's and redis-benchmark's for commands and reads) are shown after `load` and \
+             counted on neither side.\n\n\
+             | figure | ours per unit | limit per unit | ratio | detail | target |\n|---|---|---|---|---|---|\n",
+        );
+        for l in lines {
+            out.push_str(&row(&[
+                l.figure,
+                format!("{:.0} µs ({})", l.ours_total, l.ours),
+                format!("{:.0} µs ({})", l.limit_total, l.limit),
+                format!("{:.2}", l.ours_total / l.limit_total),
+                l.extra,
+                l.target.into(),
+            ]));
+        }
+        out.push('\n');
+        out
+    }
+
+    fn cpu_lines(&self) -> Vec<Line> {
+        let mut lines = Vec::new();
+        for c in self.commands.iter().flat_map(|c| &c.levels) {
+            let (o, l) = (&c.cpu_us, &c.pgbench_cpu_us);
+            lines.push(Line {
+                figure: format!("command, {} client(s)", c.clients),
+                ours: with_load(o.breakdown("api"), o.load),
+                ours_total: o.serving(),
+                limit: with_load(format!("postgres {:.0}", l.postgres), l.tools),
+                limit_total: l.postgres + l.redis,
+                extra: format!("postgres alone {:.2}", o.postgres / l.postgres),
+                target: "postgres alone ≤ 1.2",
+            });
+        }
+        if let Some(p) = &self.projector {
+            // The limit's own clients do the projector's work: pgbench claims and marks,
+            // this process calls the script.
+            let best = |v: &[crate::projector::Throughput]| {
+                v.iter()
+                    .max_by(|a, b| a.rows_per_s.total_cmp(&b.rows_per_s))
+                    .map(|t| t.cpu_us)
+                    .unwrap_or_default()
+            };
+            let (claim, script) = (best(&p.claim_and_mark), best(&p.script_alone));
+            let limit_total = claim.postgres + claim.tools + script.redis + script.ours;
+            for d in &p.drains {
+                let o = &d.cpu_us;
+                lines.push(Line {
+                    figure: format!("projected row, {} replica(s)", d.replicas),
+                    ours: o.breakdown("projector"),
+                    ours_total: o.serving(),
+                    limit: format!(
+                        "claim-and-mark: postgres {:.0} + pgbench {:.0}; script: redis {:.0} + caller {:.0}",
+                        claim.postgres, claim.tools, script.redis, script.ours
+                    ),
+                    limit_total,
+                    extra: format!("postgres alone {:.2}", o.postgres / claim.postgres),
+                    target: if d.replicas == 4 { "≤ 1.3" } else { "" },
+                });
+            }
+        }
+        if let Some(r) = &self.reconciler {
+            let l = &r.limit_cpu_us;
+            for (what, binary, run) in [
+                ("reconciled row", "reconciler", &r.pass),
+                ("rebuilt row", "lbctl", &r.rebuild),
+            ] {
+                let o = &run.cpu_us;
+                lines.push(Line {
+                    figure: format!("{what}, {} users", r.users),
+                    ours: format!(
+                        "{binary} {:.1} + postgres {:.1} + redis {:.1}",
+                        o.tools, o.postgres, o.redis
+                    ),
+                    ours_total: o.tools + o.postgres + o.redis,
+                    limit: l.breakdown("client"),
+                    limit_total: l.serving(),
+                    extra: String::new(),
+                    target: "",
+                });
+            }
+        }
+        for r in self.reads.iter().flatten() {
+            let (o, l) = (&r.cpu_us, &r.redis_benchmark_cpu_us);
+            lines.push(Line {
+                figure: format!("top-100 read, {} clients", r.clients),
+                ours: with_load(o.breakdown("api"), o.load),
+                ours_total: o.serving(),
+                limit: with_load(format!("redis {:.0}", l.redis), l.tools),
+                limit_total: l.redis,
+                extra: String::new(),
+                target: "",
+            });
+        }
+        for r in self.ranks.iter().flat_map(|r| &r.reads) {
+            let (o, l, c) = (&r.cpu_us, &r.redis_benchmark_cpu_us, &r.ceiling_cpu_us);
+            lines.push(Line {
+                figure: format!("{}, {} clients", r.read, r.clients),
+                ours: with_load(o.breakdown("api"), o.load),
+                ours_total: o.serving(),
+                limit: with_load(format!("redis {:.0}", l.redis), l.tools),
+                limit_total: l.redis,
+                extra: format!(
+                    "api ÷ api per ceiling request ({:.0} µs) {:.2}",
+                    c.ours,
+                    o.ours / c.ours
+                ),
+                target: "api ≤ 2 × ceiling's",
+            });
+        }
+        lines
+    }
+}
+
+/// `breakdown`, then the load generator's CPU per unit, counted on neither side.
+fn with_load(breakdown: String, load: f64) -> String {
+    format!("{breakdown}; load {load:.0}")
+}
