@@ -62,6 +62,12 @@ impl<const N: usize> Statement<N> {
         self.sql
     }
 
+    /// The types its parameters are sent as (a test prepares it with them to read its plan:
+    /// PostgreSQL cannot infer them all from the text).
+    pub fn types(&self) -> &[Type; N] {
+        &self.types
+    }
+
     fn typed<'a>(&self, params: Params<'a, N>) -> [(&'a (dyn ToSql + Sync), Type); N] {
         std::array::from_fn(|i| (params[i], self.types[i].clone()))
     }

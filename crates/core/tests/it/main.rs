@@ -2,6 +2,7 @@
 //! per concern, fixtures shared through `common` and the testkit.
 
 mod abandoned;
+mod citus_path;
 mod claim_plan;
 mod cluster;
 mod columns;
