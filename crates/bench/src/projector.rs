@@ -98,7 +98,11 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<ProjectorFigures> {
         let redis = TestRedis::new();
         settings.redis.namespace = redis.namespace.clone();
         let store = Store::connect(&settings.redis)?;
-        let chunks: Vec<_> = entries.chunks(BATCH).map(<[_]>::to_vec).collect();
+        // Reversed, as `pop` takes from the end: batches go in outbox order, so most rows
+        // are applied, as the projector applies them. (In reverse, the newest version of
+        // each member came first and the 19 older ones were cheap stale refusals: the limit
+        // measured 4 µs of Redis per row against the projector's 15–18.)
+        let chunks: Vec<_> = entries.chunks(BATCH).rev().map(<[_]>::to_vec).collect();
         let queue = Arc::new(Mutex::new(chunks));
         let meter = Meter::start();
         let started = Instant::now();
