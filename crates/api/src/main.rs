@@ -10,6 +10,11 @@ use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "ledgerboard-api";
 
+/// mimalloc, not glibc's malloc: see the workspace's Cargo.toml (measured in
+/// docs/performance.md, Reads).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ledgerboard's HTTP daemon: idempotent score commands and leaderboard reads that say how
 /// fresh they are.
 #[derive(Parser)]

@@ -33,6 +33,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The api's allocator (`crates/api/src/main.rs`), as the api runs in this process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Benchmarks against the hardware's own limits (pgbench, a pipelined Redis client).
 #[derive(Parser)]
 struct Args {

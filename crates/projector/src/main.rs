@@ -10,6 +10,10 @@ use ledgerboard_projector::settings::Sections;
 
 const NAME: &str = "ledgerboard-projector";
 
+/// mimalloc, as the api (the workspace's Cargo.toml says why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ledgerboard's projector: applies the outbox to the Redis leaderboards. Run as many
 /// replicas as the load needs.
 #[derive(Parser)]
