@@ -26,11 +26,29 @@ const MAX_BOARDS: usize = 10_000;
 
 type Measurement = Option<(Instant, Option<Lag>)>;
 
+/// One board's measurement: `last` is read by every read of the board under a plain lock held
+/// for a copy; `measuring` is held across the one query that renews it, so concurrent reads of
+/// a board whose measurement expired wait for that query rather than each run their own.
+/// (Every read used to queue on one async lock per board even while the measurement was fresh:
+/// at 64 clients on one board, the queue's wake-ups were a share of the api's CPU per read.)
+#[derive(Default)]
+struct Slot {
+    last: Mutex<Measurement>,
+    measuring: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn fresh(&self, ttl: Duration) -> Option<Option<Lag>> {
+        let last = *self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        last.filter(|(at, _)| at.elapsed() < ttl)
+            .map(|(_, lag)| lag)
+    }
+}
+
 pub struct FreshnessCache {
     ttl: Duration,
-    /// Per board: the last measurement, or the fact that it failed, and when. The inner lock
-    /// makes concurrent reads of one board wait for one measurement.
-    boards: Mutex<HashMap<BoardId, Arc<tokio::sync::Mutex<Measurement>>>>,
+    /// Per board: the last measurement, or the fact that it failed, and when.
+    boards: Mutex<HashMap<BoardId, Arc<Slot>>>,
 }
 
 impl FreshnessCache {
@@ -41,27 +59,29 @@ impl FreshnessCache {
         }
     }
 
-    fn slot(&self, board: &BoardId) -> Arc<tokio::sync::Mutex<Measurement>> {
+    /// The board's fresh measurement, or its slot to measure it in.
+    fn lookup(&self, board: &BoardId) -> Result<Option<Lag>, Arc<Slot>> {
         let mut boards = self.boards.lock().unwrap_or_else(PoisonError::into_inner);
-        if boards.len() >= MAX_BOARDS && !boards.contains_key(board) {
-            let ttl = self.ttl;
-            boards.retain(|_, m| {
-                m.try_lock()
-                    .map(|m| m.is_some_and(|(at, _)| at.elapsed() < ttl))
-                    .unwrap_or(true)
-            });
+        if let Some(slot) = boards.get(board) {
+            return slot.fresh(self.ttl).ok_or_else(|| slot.clone());
         }
-        boards.entry(board.clone()).or_default().clone()
+        if boards.len() >= MAX_BOARDS {
+            let ttl = self.ttl;
+            boards.retain(|_, slot| slot.fresh(ttl).is_some());
+        }
+        Err(boards.entry(board.clone()).or_default().clone())
     }
 
     /// The board's current lag, or None when PostgreSQL cannot say in time.
     pub async fn get(&self, db: &Database, board: &BoardId) -> Option<Lag> {
-        let slot = self.slot(board);
-        let mut last = slot.lock().await;
-        if let Some((at, value)) = *last
-            && at.elapsed() < self.ttl
-        {
-            return value;
+        let slot = match self.lookup(board) {
+            Ok(lag) => return lag,
+            Err(slot) => slot,
+        };
+        let _measuring = slot.measuring.lock().await;
+        // Another read may have measured while this one waited.
+        if let Some(lag) = slot.fresh(self.ttl) {
+            return lag;
         }
         // Bounded well below the database timeouts: a hung PostgreSQL must not hold every
         // read of the board behind this lock; the lag is then stated as unknown.
@@ -76,7 +96,7 @@ impl FreshnessCache {
                 None
             }
         };
-        *last = Some((Instant::now(), value));
+        *slot.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), value));
         value
     }
 }
