@@ -39,7 +39,14 @@ for i = 2, #ARGV, 5 do
   members[#members + 1] = member_of(user, ARGV[i + 3])
 end
 local stored = call_sliced('HMGET', KEYS[2], users, 1)
-local tombs = call_sliced('HMGET', KEYS[6], users, 1)
+-- Most builds meet no tombstone and no metadata hash in the new generation: the HMGET of
+-- the tombstones and the HDEL of members without metadata (a lookup per row that finds
+-- nothing) are skipped while their key does not exist (about 2 µs of Redis per row of a
+-- 1M-row build, issue 42).
+local tombs = {}
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  tombs = call_sliced('HMGET', KEYS[6], users, 1)
+end
 local scored = call_sliced('ZMSCORE', KEYS[1], members, 1)
 local added, versions, with_meta, without_meta, distinct = {}, {}, {}, {}, {}
 local written = 0
@@ -75,6 +82,8 @@ end
 call_sliced('ZADD', KEYS[1], added, 2)
 call_sliced('HSET', KEYS[2], versions, 2)
 call_sliced('HSET', KEYS[5], with_meta, 2)
-call_sliced('HDEL', KEYS[5], without_meta, 1)
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  call_sliced('HDEL', KEYS[5], without_meta, 1)
+end
 call_sliced('ZADD', KEYS[4], distinct, 2)
 return written
