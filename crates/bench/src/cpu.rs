@@ -126,7 +126,42 @@ pub fn add_load_threads() {
 
 fn totals() -> Totals {
     let me = read_stat(std::path::Path::new("/proc/self/stat")).unwrap_or_default();
-    let (mut postgres, mut redis) = (0, 0);
+    let (postgres, redis) = servers();
+    Totals {
+        process: me.own(),
+        children: me.children,
+        load: LOAD_TICKS.load(Ordering::Relaxed),
+        postgres,
+        redis,
+    }
+}
+
+/// PostgreSQL's and Redis's ticks. A backend that exits while `/proc` is walked moves its
+/// time into its postmaster's reaped children's: read before the postmaster it would be
+/// counted twice, after it not at all (pids wrap, so the walk's order says nothing). The walk
+/// is repeated until the postmasters' reaped times did not change during it. (Without this,
+/// one pgbench window that began as the previous stack's connections closed measured
+/// 2.6 µs of PostgreSQL per statement.)
+fn servers() -> (u64, u64) {
+    let mut walk = walk_servers();
+    for _ in 0..10 {
+        let again = walk_servers();
+        if again.reaped == walk.reaped {
+            return (again.postgres, again.redis);
+        }
+        walk = again;
+    }
+    (walk.postgres, walk.redis)
+}
+
+struct Walk {
+    postgres: u64,
+    redis: u64,
+    /// The postmasters' reaped children's ticks.
+    reaped: u64,
+}
+
+fn walk_servers() -> Walk {
     let all: Vec<(u32, Stat)> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -137,27 +172,27 @@ fn totals() -> Totals {
         })
         .collect();
     let is_postgres = |pid: u32| all.iter().any(|(p, s)| *p == pid && s.comm == "postgres");
+    let mut walk = Walk {
+        postgres: 0,
+        redis: 0,
+        reaped: 0,
+    };
     for (_, stat) in &all {
         match stat.comm.as_str() {
             "postgres" => {
-                postgres += stat.own();
+                walk.postgres += stat.own();
                 // A postmaster (its parent is not PostgreSQL) holds the times of the backends
                 // it reaped: connections that closed in the window spent them.
                 if !is_postgres(stat.ppid) {
-                    postgres += stat.children;
+                    walk.postgres += stat.children;
+                    walk.reaped += stat.children;
                 }
             }
-            "redis-server" => redis += stat.own(),
+            "redis-server" => walk.redis += stat.own(),
             _ => {}
         }
     }
-    Totals {
-        process: me.own(),
-        children: me.children,
-        load: LOAD_TICKS.load(Ordering::Relaxed),
-        postgres,
-        redis,
-    }
+    walk
 }
 
 #[derive(Default)]
