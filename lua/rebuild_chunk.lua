@@ -41,8 +41,8 @@ end
 local stored = call_sliced('HMGET', KEYS[2], users, 1)
 -- Most builds meet no tombstone and no metadata hash in the new generation: the HMGET of
 -- the tombstones and the HDEL of members without metadata (a lookup per row that finds
--- nothing) are skipped while their key does not exist (about 2 µs of Redis per row of a
--- 1M-row build, issue 42).
+-- nothing) are skipped while their key does not exist (Redis CPU per row of a 1M-row
+-- rebuild, catch-up included: 12.1 µs before, 11.3 µs after, one release run each).
 local tombs = {}
 if redis.call('EXISTS', KEYS[6]) == 1 then
   tombs = call_sliced('HMGET', KEYS[6], users, 1)

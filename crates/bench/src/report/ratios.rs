@@ -9,11 +9,11 @@ impl Report {
              | figure | ours | limit | ratio | target |\n|---|---|---|---|---|\n",
         );
         for c in self.commands.iter().flat_map(|c| &c.levels) {
-            // Issue 23's targets: grouped commits pass pgbench's one statement per
-            // transaction at 64 clients, no worse at the tail than before grouping (81.4 ms),
-            // and cost a lone command no more than 20% of its p50 before (0.79 ms).
+            // Issue 42's targets: a lone command's p50 within 1.15× pgbench's of the same
+            // statement; grouped commits pass pgbench's one statement per transaction at 64
+            // clients (issue 23's, with its tail no worse than before grouping, 81.4 ms).
             let target = match c.clients {
-                1 => "p50 ≤ 0.95 ms",
+                1 => "p50 ≤ 1.15 × pgbench's",
                 16 => "≥ 0.7",
                 64 => "≥ 1.5, p99 ≤ 81.4 ms",
                 _ => "",
@@ -42,14 +42,16 @@ impl Report {
                         p.limit_rows_per_s
                     ),
                     format!("{:.2}", d.rows_per_s / p.limit_rows_per_s),
-                    if d.replicas == 4 { "≥ 0.9" } else { "" }.into(),
+                    // Issue 42: or, where the cores are the bound, CPU per row within 1.3× of
+                    // the limit's (the CPU table).
+                    if d.replicas == 4 { "≥ 0.8" } else { "" }.into(),
                 ]));
             }
         }
         if let Some(r) = &self.reconciler {
             for (what, run, target) in [
                 ("reconcile pass", &r.pass, "≤ 10 s at 1M users"),
-                ("full rebuild", &r.rebuild, "≤ 5 s at 1M users"),
+                ("full rebuild", &r.rebuild, "≤ 6 s at 1M users"),
             ] {
                 out.push_str(&row(&[
                     format!("{what}, {} users", r.users),

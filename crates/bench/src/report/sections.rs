@@ -237,7 +237,7 @@ pub(super) fn ranks_table(r: &RanksFigures) -> String {
             if x.read.starts_with("users/{id}") {
                 "≥ 0.4"
             } else if x.read.starts_with("around") {
-                "≥ 0.3"
+                "≥ 0.35"
             } else {
                 ""
             }
