@@ -11,7 +11,7 @@ use ledgerboard_core::board::guard::{self, Attempt};
 use ledgerboard_core::model::BoardId;
 use serde::Deserialize;
 
-use super::path_error;
+use super::{json_body, path_error};
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -65,12 +65,10 @@ pub async fn post_attempt(
     let Path(board) = board.map_err(path_error)?;
     let board = BoardId::parse(&board)?;
     identity.require_write(&board)?;
-    let body = body?;
-    let raw: AttemptBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"request_id\": \"<uuid>\", \"user_id\"?: \"<string>\"}}: {e}"
-        ))
-    })?;
+    let raw: AttemptBody = json_body(
+        body,
+        "{\"request_id\": \"<uuid>\", \"user_id\"?: \"<string>\"}",
+    )?;
     let request = uuid::Uuid::parse_str(&raw.request_id)
         .ok()
         .filter(|u| !u.is_nil())

@@ -19,7 +19,7 @@ use ledgerboard_core::board::periods;
 use ledgerboard_core::model::BoardId;
 use serde::{Deserialize, Serialize};
 
-use super::path_error;
+use super::{json_body, path_error};
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -179,12 +179,10 @@ pub async fn put_board(
     // Who may change definitions comes before anything about the body is said.
     identity.require_admin()?;
     let board = BoardId::parse(&board)?;
-    let body = body?;
-    let raw: DefinitionBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{{\"name\", \"order\", \"min\"?, \"max\"?}}], \"feeds\"?: [\"<board>\"], \"write_policy\"?: \"server|player\", \"attempts\"?: {{…}}|null, \"review\"?: {{…}}|null}}: {e}"
-        ))
-    })?;
+    let raw: DefinitionBody = json_body(
+        body,
+        "{\"operator\": \"add|best|latest\", \"sort\"?, \"tie_break\"?, \"min_score\"?, \"max_score\"?, \"min_delta\"?, \"max_delta\"?, \"display_name\"?, \"reset\"?, \"time_zone\"?, \"columns\"?: [{\"name\", \"order\", \"min\"?, \"max\"?}], \"feeds\"?: [\"<board>\"], \"write_policy\"?: \"server|player\", \"attempts\"?: {…}|null, \"review\"?: {…}|null}",
+    )?;
     let defined = define(&state, &board, &raw).await?;
     let status = if defined.created {
         StatusCode::CREATED

@@ -13,7 +13,7 @@ use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::generation;
 use serde::{Deserialize, Serialize};
 
-use super::path_error;
+use super::{json_body, path_error};
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -93,12 +93,10 @@ pub async fn put_competition(
     identity.require_admin()?;
     let Path(id) = id.map_err(path_error)?;
     let id = BoardId::parse(&id)?;
-    let body = body?;
-    let raw: CompetitionBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"starts_at\"?, \"ends_at\"?, \"duration_s\"?, \"entry_required\"?, \"max_size\"?, \"cohort_size\"?, \"rating_band\"?, \"tiers\"?, \"category\"?, \"metadata\"?, \"prizes\"?}}: {e}"
-        ))
-    })?;
+    let raw: CompetitionBody = json_body(
+        body,
+        "{\"starts_at\"?, \"ends_at\"?, \"duration_s\"?, \"entry_required\"?, \"max_size\"?, \"cohort_size\"?, \"rating_band\"?, \"tiers\"?, \"category\"?, \"metadata\"?, \"prizes\"?}",
+    )?;
     let declaration = Declaration {
         category: raw.category,
         starts_at: raw.starts_at,
@@ -290,12 +288,7 @@ pub async fn post_entry(
     let Path(id) = id.map_err(path_error)?;
     let id = BoardId::parse(&id)?;
     identity.require_write(&id)?;
-    let body = body?;
-    let raw: EntryBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"user_id\"?: \"<string>\", \"rating\"?: <integer>}}: {e}"
-        ))
-    })?;
+    let raw: EntryBody = json_body(body, "{\"user_id\"?: \"<string>\", \"rating\"?: <integer>}")?;
     let user = identity.acting_user(raw.user_id)?;
     let enter = || state.entries.enter(id.clone(), user.clone(), raw.rating);
     let entered = match enter().await {

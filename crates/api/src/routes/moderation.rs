@@ -12,6 +12,7 @@ use ledgerboard_core::board::moderation::{self, Action, Command, Moderated};
 use ledgerboard_core::model::{BoardId, EventId, UserId, is_period_id};
 use serde::{Deserialize, Serialize};
 
+use super::json_body;
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -166,12 +167,10 @@ pub async fn post_moderation(
 ) -> Result<Response, ApiError> {
     // Who may moderate comes before anything about the body is said.
     identity.require_moderator()?;
-    let body = body?;
-    let raw: ModerationBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"period\"?, \"reason\"}}: {e}"
-        ))
-    })?;
+    let raw: ModerationBody = json_body(
+        body,
+        "{\"action_id\", \"action\": \"remove|ban|unban|erase\", \"user_id\", \"board\"?, \"period\"?, \"reason\"}",
+    )?;
     let done = moderate(&state, &identity, raw).await?;
     let status = if done.duplicate {
         StatusCode::OK

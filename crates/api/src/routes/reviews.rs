@@ -11,7 +11,7 @@ use ledgerboard_core::board::guard::review::{self, Decided, Held, State as HeldS
 use ledgerboard_core::model::{BoardId, EventId};
 use serde::{Deserialize, Serialize};
 
-use super::path_error;
+use super::{json_body, path_error};
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -180,12 +180,7 @@ pub(crate) async fn decide(
     identity.require_moderator()?;
     let Path(event) = event.map_err(path_error)?;
     let event = EventId::parse(&event)?;
-    let body = body?;
-    let raw: DecisionBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::MalformedBody(format!(
-            "expected {{\"reason\": \"<1 to 512 characters>\"}}: {e}"
-        ))
-    })?;
+    let raw: DecisionBody = json_body(body, "{\"reason\": \"<1 to 512 characters>\"}")?;
     let decided = decision(&state, &identity, &event, &raw.reason, approve).await?;
     Ok((StatusCode::OK, Json(decided)))
 }

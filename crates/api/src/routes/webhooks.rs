@@ -14,7 +14,7 @@ use ledgerboard_core::webhook::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::path_error;
+use super::{json_body, path_error};
 use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -25,15 +25,6 @@ fn schemes(state: &AppState) -> Schemes {
     } else {
         Schemes::HttpsOnly
     }
-}
-
-fn body<T: for<'de> Deserialize<'de>>(
-    body: Result<Bytes, BytesRejection>,
-    expected: &str,
-) -> Result<T, ApiError> {
-    let body = body?;
-    serde_json::from_slice(&body)
-        .map_err(|e| ApiError::MalformedBody(format!("expected {expected}: {e}")))
 }
 
 /// A new subscription.
@@ -85,7 +76,7 @@ pub async fn create(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), ApiError> {
     identity.require_admin()?;
-    let b: CreateWebhook = body(
+    let b: CreateWebhook = json_body(
         raw,
         "{\"url\", \"kinds\"?, \"boards\"?, \"secret\"?, \"lanes\"?, \"enabled\"?}",
     )?;
@@ -241,7 +232,7 @@ pub async fn update(
 ) -> Result<Json<Subscription>, ApiError> {
     identity.require_admin()?;
     let Path(id) = id.map_err(path_error)?;
-    let b: UpdateWebhook = body(raw, "{\"url\"?, \"kinds\"?, \"boards\"?, \"enabled\"?}")?;
+    let b: UpdateWebhook = json_body(raw, "{\"url\"?, \"kinds\"?, \"boards\"?, \"enabled\"?}")?;
     let change = Change {
         url: b.url,
         kinds: b.kinds,
@@ -386,7 +377,7 @@ pub async fn requeue(
     let Path(id) = id.map_err(path_error)?;
     let raw = raw?;
     // A body is required: `{}` requeues everything, and nothing does so by omission.
-    let b: Requeue = body(Ok(raw), "{\"positions\"?: [position, …]}")?;
+    let b: Requeue = json_body(Ok(raw), "{\"positions\"?: [position, …]}")?;
     let positions = b.positions.unwrap_or_default();
     if positions.len() > 10_000 {
         return Err(ApiError::OutOfRange("at most 10000 positions".into()));
