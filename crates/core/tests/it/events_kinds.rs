@@ -313,7 +313,9 @@ async fn declare_league(env: &Env, name: &str, secs: i64) {
 #[tokio::test]
 async fn a_run_close_writes_one_competition_closed_and_one_period_closed_per_cohort() {
     let env = env().await;
-    declare_league(&env, "lg", 4).await;
+    // Ten seconds: four entries and four scores must land inside the window even on a
+    // loaded machine (four seconds was once too few under CI).
+    declare_league(&env, "lg", 10).await;
     let user = |u: &str| UserId::parse(u).expect("user");
     // The window opens at the next whole second.
     let entered = std::sync::Mutex::new(None);
@@ -346,7 +348,7 @@ async fn a_run_close_writes_one_competition_closed_and_one_period_closed_per_coh
             .expect("close"),
         CloseOutcome::NotEnded
     );
-    wait_until(Duration::from_secs(10), || async {
+    wait_until(Duration::from_secs(20), || async {
         competition::close(&env.db, &board("lg"), &run)
             .await
             .expect("close")
