@@ -1,10 +1,10 @@
 //! Grouped commits: score commands that arrive together share one transaction.
 //!
 //! One command per transaction pays, per command, a round trip, a transaction's start and a
-//! commit (a WAL flush). Here a few workers take commands from one queue: a worker that is
-//! free takes whatever is waiting (up to `max_size`), so a command that finds a worker idle
-//! goes at once, alone, by [`apply_set`] (no added latency at low load), and commands
-//! that arrive while every worker is busy leave together when one frees up.
+//! commit (a WAL flush). Here commands share one queue (`db/group_queue.rs`) of which at most
+//! `workers` groups run at once: a command that finds nothing queued and a group's place free
+//! goes at once, alone, by [`apply_set`] on its caller's task (no added latency at low load),
+//! and commands that arrive while every place is taken leave together when one frees up.
 //!
 //! A group of more than one runs in one transaction: BEGIN and each command's own statement,
 //! pipelined in one round trip, then COMMIT (`db/pipeline.rs`). Each command keeps its own answer (201, 200
@@ -25,7 +25,9 @@
 //!   makes that safe. A command whose group did commit then answers as a repeat (200,
 //!   `duplicate: true`), as it would to a client's own retry.
 //! - **A caller that gave up** (its HTTP request dropped) before its group started is left out;
-//!   once its group has started, it is applied like any other command of the group.
+//!   once a group of several has started, it is applied like any other command of the group.
+//!   A command running alone on its caller's task is cancelled with it (the statement may or
+//!   may not have committed; a retry with its event id answers either way).
 //! - **Linked boards** (`link.rs`): a command to a board that feeds others is a set of
 //!   statements, one per board, all of it or nothing. Its statements join the group's, sorted
 //!   with them; when one of a set's statements refuses it (or races), the whole group is

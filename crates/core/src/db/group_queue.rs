@@ -1,13 +1,21 @@
 //! The queue that grouped transactions share (`board/group.rs`: score commands;
 //! `competition/group.rs`: entries): callers queue an item with the channel its answer comes
 //! back on, and a few workers each take whatever is waiting (up to `max_size`) and run it as
-//! one group. An item that finds a worker idle goes at once, alone (no added latency at low
-//! load); items that arrive while every worker is busy leave together when one frees up.
+//! one group. At most `workers` groups run at once, whoever runs them (one permit each).
+//!
+//! An item that finds a permit free and nothing queued runs at once, alone, on its caller's
+//! own task: no hand-off to a worker and back, which was two task wake-ups (often across
+//! threads) on every lone command's path. A caller that gives up then cancels its own
+//! statement, as any query whose caller gave up. Items that arrive while every permit is
+//! taken queue; a worker takes the first, waits for a permit, and leaves with everything that
+//! queued meanwhile as one group.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, Semaphore, mpsc, oneshot};
 
 use super::StoreError;
 
@@ -15,12 +23,22 @@ use super::StoreError;
 /// and the queue is empty.
 pub struct GroupQueue<P> {
     queue: mpsc::Sender<P>,
+    /// One per worker: held by whoever runs a group, a worker or a caller running its own.
+    permits: Arc<Semaphore>,
+    /// Items a worker has taken from the queue and holds while it waits for a permit.
+    held: Arc<AtomicUsize>,
+    run: Runner<P>,
 }
+
+type Runner<P> = Arc<dyn Fn(Vec<P>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 impl<P> Clone for GroupQueue<P> {
     fn clone(&self) -> Self {
         Self {
             queue: self.queue.clone(),
+            permits: self.permits.clone(),
+            held: self.held.clone(),
+            run: self.run.clone(),
         }
     }
 }
@@ -38,17 +56,30 @@ impl<P: Send + 'static> GroupQueue<P> {
         // Room for every worker's next group; past that an item waits for room (its request
         // is bounded by the api's own timeout).
         let (queue, rx) = mpsc::channel(workers * max_size);
-        let rx = Arc::new(Mutex::new(rx));
-        let run = Arc::new(run);
+        let run: Runner<P> = Arc::new(move |group| Box::pin(run(group)));
+        let permits = Arc::new(Semaphore::new(workers));
+        let held = Arc::new(AtomicUsize::new(0));
+        let worker = Worker {
+            rx: Arc::new(Mutex::new(rx)),
+            max_size,
+            permits: permits.clone(),
+            held: held.clone(),
+            run: run.clone(),
+        };
         for _ in 0..workers {
-            tokio::spawn(work(rx.clone(), max_size, run.clone()));
+            tokio::spawn(worker.clone().work());
         }
-        Self { queue }
+        Self {
+            queue,
+            permits,
+            held,
+            run,
+        }
     }
 
-    /// Items waiting for a worker.
+    /// Items waiting for a permit: queued, or taken by a worker that waits for one.
     pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity()
+        self.queue.max_capacity() - self.queue.capacity() + self.held.load(Ordering::Acquire)
     }
 
     /// Queues the item `make` builds around its answer's channel, and waits for the answer;
@@ -59,7 +90,14 @@ impl<P: Send + 'static> GroupQueue<P> {
         make: impl FnOnce(oneshot::Sender<T>) -> P,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        if self.queue.send(make(reply)).await.is_err() {
+        let item = make(reply);
+        // Nothing queued and a permit free: run it here. Queued items come first (a permit
+        // released while a worker waits goes to that worker, and try_acquire then fails).
+        if self.queued() == 0
+            && let Ok(_permit) = self.permits.try_acquire()
+        {
+            (self.run)(vec![item]).await;
+        } else if self.queue.send(item).await.is_err() {
             return Err(StoreError::Unavailable(format!(
                 "the {what} queue has stopped"
             )));
@@ -70,22 +108,143 @@ impl<P: Send + 'static> GroupQueue<P> {
     }
 }
 
-/// One worker: takes what is waiting, runs it, and again, until the queue closes.
-async fn work<P, R, F>(rx: Arc<Mutex<mpsc::Receiver<P>>>, max_size: usize, run: Arc<R>)
-where
-    R: Fn(Vec<P>) -> F,
-    F: Future<Output = ()>,
-{
-    let mut group = Vec::with_capacity(max_size);
-    loop {
-        {
-            // The worker holding the lock waits for the next item; the others wait for the
-            // lock. Whatever queued meanwhile leaves with that item.
-            let mut rx = rx.lock().await;
-            if rx.recv_many(&mut group, max_size).await == 0 {
-                return;
+/// What every worker shares.
+struct Worker<P> {
+    rx: Arc<Mutex<mpsc::Receiver<P>>>,
+    max_size: usize,
+    permits: Arc<Semaphore>,
+    held: Arc<AtomicUsize>,
+    run: Runner<P>,
+}
+
+impl<P> Clone for Worker<P> {
+    fn clone(&self) -> Self {
+        Self {
+            rx: self.rx.clone(),
+            max_size: self.max_size,
+            permits: self.permits.clone(),
+            held: self.held.clone(),
+            run: self.run.clone(),
+        }
+    }
+}
+
+impl<P> Worker<P> {
+    /// Takes the next item, waits for a permit, leaves with whatever queued meanwhile (up to
+    /// `max_size`), runs it, and again, until the queue closes.
+    async fn work(self) {
+        let mut group = Vec::with_capacity(self.max_size);
+        loop {
+            let permit = {
+                // The worker holding the lock waits for the next item and then for a permit;
+                // the others wait for the lock.
+                let mut rx = self.rx.lock().await;
+                let Some(first) = rx.recv().await else {
+                    return;
+                };
+                group.push(first);
+                self.held.fetch_add(1, Ordering::AcqRel);
+                let permit = self.permits.acquire().await;
+                self.held.fetch_sub(1, Ordering::AcqRel);
+                let Ok(permit) = permit else {
+                    return;
+                };
+                while group.len() < self.max_size {
+                    match rx.try_recv() {
+                        Ok(item) => group.push(item),
+                        Err(_) => break,
+                    }
+                }
+                permit
+            };
+            (self.run)(std::mem::take(&mut group)).await;
+            drop(permit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use super::*;
+
+    /// Each group's items and the task that ran it; each item answers with its own value.
+    type Seen = Arc<StdMutex<Vec<(Vec<u32>, Option<tokio::task::Id>)>>>;
+
+    fn queue(
+        workers: usize,
+        gate: Arc<Semaphore>,
+    ) -> (GroupQueue<(u32, oneshot::Sender<u32>)>, Seen) {
+        let seen: Seen = Arc::default();
+        let queue = GroupQueue::start(workers, 8, {
+            let seen = seen.clone();
+            move |group: Vec<(u32, oneshot::Sender<u32>)>| {
+                let (seen, gate) = (seen.clone(), gate.clone());
+                async move {
+                    // Item 0 waits at the gate: it holds its permit until the test opens it.
+                    if group.iter().any(|(n, _)| *n == 0) {
+                        let _ = gate.acquire().await;
+                    }
+                    let items = group.iter().map(|(n, _)| *n).collect();
+                    seen.lock()
+                        .expect("seen")
+                        .push((items, tokio::task::try_id()));
+                    for (n, reply) in group {
+                        let _ = reply.send(n);
+                    }
+                }
+            }
+        });
+        (queue, seen)
+    }
+
+    #[tokio::test]
+    async fn a_lone_item_runs_on_its_callers_task() {
+        let (queue, seen) = queue(2, Arc::new(Semaphore::new(0)));
+        let caller = tokio::spawn(async move {
+            let answer = queue.ask("item", |reply| (7, reply)).await;
+            (answer.expect("answer"), tokio::task::id())
+        });
+        let (answer, task) = caller.await.expect("caller");
+        assert_eq!(answer, 7);
+        assert_eq!(*seen.lock().expect("seen"), vec![(vec![7], Some(task))]);
+    }
+
+    #[tokio::test]
+    async fn items_queued_while_every_permit_is_taken_leave_as_one_group() {
+        let gate = Arc::new(Semaphore::new(0));
+        let (queue, seen) = queue(1, gate.clone());
+        // Item 0 takes the only permit and waits at the gate.
+        let blocker = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.ask("item", |reply| (0, reply)).await }
+        });
+        while queue.permits.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        let mut waiting = Vec::new();
+        for n in 1..=3 {
+            let queue_n = queue.clone();
+            waiting.push(tokio::spawn(async move {
+                queue_n.ask("item", |reply| (n, reply)).await
+            }));
+            while queue.queued() < n as usize {
+                tokio::task::yield_now().await;
             }
         }
-        run(std::mem::take(&mut group)).await;
+        gate.add_permits(1);
+        assert_eq!(blocker.await.expect("blocker").expect("answer"), 0);
+        for (n, w) in (1..=3).zip(waiting) {
+            assert_eq!(w.await.expect("item").expect("answer"), n);
+        }
+        let groups: Vec<Vec<u32>> = seen
+            .lock()
+            .expect("seen")
+            .iter()
+            .map(|(g, _)| g.clone())
+            .collect();
+        assert_eq!(groups, vec![vec![0], vec![1, 2, 3]]);
+        assert_eq!(queue.queued(), 0);
     }
 }
