@@ -5,9 +5,11 @@ use crate::common;
 use std::time::Duration;
 
 use common::{TestEnv, drain, redis_edit};
+use ledgerboard_core::board::definition::BoardDefinition;
 use ledgerboard_core::config::Count;
 use ledgerboard_core::model::BoardId;
 use ledgerboard_core::projection::{Seal, read, request_rebuild};
+use ledgerboard_core::ranking::RankMode;
 use ledgerboard_reconciler::requests::Requests;
 use ledgerboard_reconciler::settings::Sections;
 use ledgerboard_testkit::wait_until;
@@ -149,6 +151,18 @@ async fn a_board_with_wrong_distinct_scores_is_not_whole_and_its_request_is_serv
         Seal::Broken,
         "a seal whose dcard disagrees with :d is not whole"
     );
+    // The read script counts :d only for a dense read: a dense page sees the wrong :d,
+    // a competition page (which never reads :d) is served whole.
+    let order = BoardDefinition::implicit(board.clone()).order();
+    for (mode, seal) in [
+        (RankMode::Dense, Seal::Broken),
+        (RankMode::Competition, Seal::Whole),
+    ] {
+        let page = read::top(&store, &board, order, mode, 0, 10)
+            .await
+            .expect("top");
+        assert_eq!((mode, page.seal), (mode, seal));
+    }
     request_rebuild(&store, &board).await.expect("ask");
     let settings = env.settings.narrow::<Sections>();
     let served = Requests::default()
