@@ -57,7 +57,6 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
         eprintln!("commands through the API with {clients} client(s)");
         // A fresh database for each side, so neither inherits the other's table bloat.
         let stack = Stack::start(clients + 4).await?;
-        let meter = Meter::start();
         let ours = load::closed_loop(
             stack.addr,
             clients,
@@ -66,7 +65,6 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             command_request,
         )
         .await?;
-        let cpu = meter.stop();
         stack.stop().await?;
         eprintln!("limit: pgbench running the command statement, {clients} client(s)");
         let stack = Stack::start(clients + 4).await?;
@@ -82,7 +80,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             pgbench_per_s: limit.tps,
             pgbench_p50_ms: percentile(&limit.latencies_ms, 0.5),
             pgbench_p99_ms: percentile(&limit.latencies_ms, 0.99),
-            cpu_us: cpu.per(ours.requests as f64),
+            cpu_us: ours.cpu_per_request(),
             pgbench_cpu_us: pgbench_cpu.per(limit.latencies_ms.len() as f64),
         });
     }

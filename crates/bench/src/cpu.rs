@@ -32,7 +32,34 @@ pub struct Cpu {
     pub tools: f64,
 }
 
+impl std::ops::Add for Cpu {
+    type Output = Cpu;
+
+    fn add(self, o: Cpu) -> Cpu {
+        Cpu {
+            ours: self.ours + o.ours,
+            load: self.load + o.load,
+            postgres: self.postgres + o.postgres,
+            redis: self.redis + o.redis,
+            tools: self.tools + o.tools,
+        }
+    }
+}
+
 impl Cpu {
+    /// The mean of several figures (per-unit figures of rounds of about the same size).
+    pub fn mean(all: impl Iterator<Item = Cpu>) -> Cpu {
+        let (sum, n) = all.fold((Cpu::default(), 0), |(s, n), c| (s + c, n + 1));
+        let n = f64::from(n);
+        Cpu {
+            ours: sum.ours / n,
+            load: sum.load / n,
+            postgres: sum.postgres / n,
+            redis: sum.redis / n,
+            tools: sum.tools / n,
+        }
+    }
+
     /// Microseconds per unit of each group, for `units` units of work.
     pub fn per(&self, units: f64) -> Cpu {
         let us = |s: f64| {

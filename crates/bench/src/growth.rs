@@ -18,6 +18,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::api::Stack;
+use crate::cpu::Cpu;
 use crate::load;
 use crate::reconciler::{Run, binary, measure};
 
@@ -30,6 +31,9 @@ pub struct BoardAtSize {
     pub reads_per_s: f64,
     /// The same server's 404 of an unknown path, 16 clients.
     pub ceiling_per_s: f64,
+    /// CPU per read and per ceiling request by process group (µs).
+    pub reads_cpu_us: Cpu,
+    pub ceiling_cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -37,6 +41,8 @@ pub struct CommandsOverBoards {
     pub boards: u64,
     pub per_s: f64,
     pub p99_ms: f64,
+    /// CPU per command by process group (µs).
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -197,6 +203,8 @@ async fn board_at(users: i64, quick: bool) -> anyhow::Result<BoardAtSize> {
         pass,
         reads_per_s: reads.per_s(),
         ceiling_per_s: ceiling.per_s(),
+        reads_cpu_us: reads.cpu_per_request(),
+        ceiling_cpu_us: ceiling.cpu_per_request(),
     })
 }
 
@@ -220,6 +228,7 @@ async fn commands_over(boards: u64, quick: bool) -> anyhow::Result<CommandsOverB
         boards,
         per_s: run.per_s(),
         p99_ms: run.percentile(0.99),
+        cpu_us: run.cpu_per_request(),
     })
 }
 

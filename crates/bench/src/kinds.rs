@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::api::Stack;
 use crate::commands::{command, command_json};
+use crate::cpu::Cpu;
 use crate::latency::{self, Target};
 use crate::load::{self, percentile};
 
@@ -155,6 +156,8 @@ pub struct Throughput {
     pub p99_ms: f64,
     /// Each round's rate on its own: the spread within the run.
     pub rounds_per_s: Vec<f64>,
+    /// CPU per command (entry) by process group (µs), every round together.
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -291,17 +294,14 @@ pub async fn run(quick: bool) -> anyhow::Result<KindsFigures> {
 /// One figure of several rounds' closed-loop runs.
 fn throughput(clients: usize, runs: Vec<load::Closed>) -> Throughput {
     let rounds_per_s = runs.iter().map(load::Closed::per_s).collect();
-    let (requests, seconds) = runs
-        .iter()
-        .fold((0, 0.0), |(r, s), run| (r + run.requests, s + run.seconds));
-    let mut latencies: Vec<f64> = runs.into_iter().flat_map(|r| r.latencies_ms).collect();
-    latencies.sort_by(f64::total_cmp);
+    let all = load::Closed::merge(runs);
     Throughput {
         clients,
-        per_s: requests as f64 / seconds,
-        p50_ms: percentile(&latencies, 0.5),
-        p99_ms: percentile(&latencies, 0.99),
+        per_s: all.per_s(),
+        p50_ms: all.percentile(0.5),
+        p99_ms: all.percentile(0.99),
         rounds_per_s,
+        cpu_us: all.cpu_per_request(),
     }
 }
 
@@ -323,6 +323,7 @@ fn merge(levels: Vec<latency::Level>) -> latency::Level {
         p95_ms: percentile(&lags, 0.95),
         p99_ms: percentile(&lags, 0.99),
         max_ms: percentile(&lags, 1.0),
+        cpu_us: Cpu::mean(levels.iter().map(|l| l.cpu_us)),
         series: Vec::new(),
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Stack;
+use crate::cpu::{Cpu, Meter};
 use crate::load::{self, Connection, percentile};
 use crate::plot;
 use crate::projector::start_replica;
@@ -39,6 +40,10 @@ pub struct Level {
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// CPU per command by process group (µs), from the first command sent (the warm-up's
+    /// included) until every sampled one was seen: the api, the projector replicas and the
+    /// watcher (this process), PostgreSQL and Redis.
+    pub cpu_us: Cpu,
     /// (seconds into the level, lag in ms) of every sample, for the plot.
     #[serde(skip)]
     pub series: Vec<(f64, f64)>,
@@ -141,7 +146,8 @@ pub async fn level(
         started,
         stop_watching.clone(),
     ));
-    let (commands, elapsed) =
+    let meter = Meter::start();
+    let (commands, elapsed, all) =
         offer(stack.addr, rate, seconds, target.request, waiting.clone()).await?;
     anyhow::ensure!(
         Instant::now() > started,
@@ -152,6 +158,7 @@ pub async fn level(
     while !lock(&waiting).is_empty() && drained.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let cpu_us = meter.stop().per(all as f64);
     stop_watching.cancel();
     let mut series = watcher.await??;
     cancel.cancel();
@@ -178,6 +185,7 @@ pub async fn level(
         p95_ms: percentile(&lags, 0.95),
         p99_ms: percentile(&lags, 0.99),
         max_ms: percentile(&lags, 1.0),
+        cpu_us,
         series,
     })
 }
@@ -188,14 +196,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Open loop: connection k sends its j-th command at (j × CONNECTIONS + k) / rate; one that
 /// falls behind sends at once. The first [`WARMUP`] is offered but neither sampled nor
-/// counted. Returns the commands sent after it and the seconds they took.
+/// counted. Returns the commands sent after it, the seconds they took, and every command sent.
 async fn offer(
     addr: std::net::SocketAddr,
     rate: f64,
     seconds: f64,
     command_request: fn(usize, u64) -> Vec<u8>,
     waiting: Waiting,
-) -> anyhow::Result<(u64, f64)> {
+) -> anyhow::Result<(u64, f64, u64)> {
     load::on_load_runtime(async move {
         let first = (rate * WARMUP.as_secs_f64()) as u64;
         let total = first + (rate * seconds) as u64;
@@ -208,7 +216,7 @@ async fn offer(
         for (k, mut conn) in connections.into_iter().enumerate() {
             let waiting = waiting.clone();
             tasks.push(tokio::spawn(async move {
-                let mut sent = 0u64;
+                let (mut sent, mut all) = (0u64, 0u64);
                 let mut i = k as u64;
                 while i < total {
                     tokio::time::sleep_until(started + Duration::from_secs_f64(i as f64 / rate))
@@ -221,6 +229,7 @@ async fn offer(
                         answer.status,
                         String::from_utf8_lossy(&answer.body)
                     );
+                    all += 1;
                     if i < first {
                         i += CONNECTIONS as u64;
                         continue;
@@ -239,12 +248,14 @@ async fn offer(
                     }
                     i += CONNECTIONS as u64;
                 }
-                anyhow::Ok(sent)
+                anyhow::Ok((sent, all))
             }));
         }
-        let mut sent = 0;
+        let (mut sent, mut all) = (0, 0);
         for t in tasks {
-            sent += t.await??;
+            let (s, a) = t.await??;
+            sent += s;
+            all += a;
         }
         let measured = started + WARMUP;
         Ok((
@@ -252,6 +263,7 @@ async fn offer(
             tokio::time::Instant::now()
                 .saturating_duration_since(measured)
                 .as_secs_f64(),
+            all,
         ))
     })
     .await

@@ -13,6 +13,8 @@ use anyhow::{Context, bail, ensure};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::cpu::{Cpu, Meter};
+
 /// One request, ready to write: method, path, optional JSON body and bearer token.
 pub fn request(method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> Vec<u8> {
     let mut out = format!("{method} {path} HTTP/1.1\r\nhost: bench\r\n");
@@ -109,11 +111,36 @@ pub struct Closed {
     pub seconds: f64,
     /// Sorted, in milliseconds.
     pub latencies_ms: Vec<f64>,
+    /// CPU seconds by process group over the run, its connections included (`cpu.rs`).
+    pub cpu: Cpu,
 }
 
 impl Closed {
     pub fn per_s(&self) -> f64 {
         self.requests as f64 / self.seconds
+    }
+
+    /// CPU microseconds by process group per request.
+    pub fn cpu_per_request(&self) -> Cpu {
+        self.cpu.per(self.requests as f64)
+    }
+
+    /// Several runs as one: their requests, seconds, samples and CPU together.
+    pub fn merge(runs: impl IntoIterator<Item = Closed>) -> Closed {
+        let mut all = Closed {
+            requests: 0,
+            seconds: 0.0,
+            latencies_ms: Vec::new(),
+            cpu: Cpu::default(),
+        };
+        for r in runs {
+            all.requests += r.requests;
+            all.seconds += r.seconds;
+            all.latencies_ms.extend(r.latencies_ms);
+            all.cpu = all.cpu + r.cpu;
+        }
+        all.latencies_ms.sort_by(f64::total_cmp);
+        all
     }
 
     pub fn percentile(&self, p: f64) -> f64 {
@@ -142,7 +169,8 @@ where
     F: Fn(usize, u64) -> Vec<u8> + Send + Sync + 'static,
 {
     let next = std::sync::Arc::new(next);
-    on_load_runtime(async move {
+    let meter = Meter::start();
+    let mut run = on_load_runtime(async move {
         // Connect every client first, so the clock covers requests only.
         let mut connections = Vec::with_capacity(clients);
         for _ in 0..clients {
@@ -183,9 +211,13 @@ where
             requests: all.len() as u64,
             seconds,
             latencies_ms: all,
+            cpu: Cpu::default(),
         })
     })
-    .await
+    .await?;
+    // After the load runtime ended: its threads' CPU is counted as it ends.
+    run.cpu = meter.stop();
+    Ok(run)
 }
 
 /// Runs `work` on the load generator's own runtime (two threads named `load`), apart from

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::api::Stack;
 use crate::commands::command;
+use crate::cpu::Cpu;
 use crate::load::{self, percentile};
 
 const BOARD: &str = "season";
@@ -26,6 +27,8 @@ pub struct Run {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// CPU per command by process group (µs).
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -53,6 +56,7 @@ fn run_of(closed: &load::Closed) -> Run {
         p50_ms: closed.percentile(0.5),
         p99_ms: closed.percentile(0.99),
         max_ms: percentile(&closed.latencies_ms, 1.0),
+        cpu_us: closed.cpu_per_request(),
     }
 }
 
@@ -181,16 +185,7 @@ pub async fn run(quick: bool) -> anyhow::Result<PeriodsFigures> {
         slices.push(load(&stack, 1.0).await?);
     }
     slices.push(load(&stack, 1.0).await?);
-    let mut latencies: Vec<f64> = slices
-        .iter()
-        .flat_map(|s| s.latencies_ms.iter().copied())
-        .collect();
-    latencies.sort_by(f64::total_cmp);
-    let merged = load::Closed {
-        requests: slices.iter().map(|s| s.requests).sum(),
-        seconds: slices.iter().map(|s| s.seconds).sum(),
-        latencies_ms: latencies,
-    };
+    let merged = load::Closed::merge(slices);
     let close_load_seconds = merged.seconds;
     let during_close = run_of(&merged);
     let (outcome, close_seconds) = close.await?;

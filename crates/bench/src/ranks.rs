@@ -223,7 +223,6 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
     let mut ceilings = Vec::new();
     for clients in [16, 64] {
         eprintln!("the api's ceiling (404 of an unknown path) with {clients} clients");
-        let meter = Meter::start();
         let run = load::closed_loop(
             stack.addr,
             clients,
@@ -232,7 +231,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
             |_, _| get("/v1/none"),
         )
         .await?;
-        let cpu = meter.stop().per(run.requests as f64);
+        let cpu = run.cpu_per_request();
         ceilings.push((clients, run.per_s(), cpu));
     }
     let ceiling = |clients: usize| {
@@ -249,7 +248,6 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
             .await?;
         for clients in [16, 64] {
             eprintln!("{} with {clients} clients", read.name);
-            let meter = Meter::start();
             let run = load::closed_loop(
                 stack.addr,
                 clients,
@@ -258,7 +256,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 read.request,
             )
             .await?;
-            let cpu_us = meter.stop().per(run.requests as f64);
+            let cpu_us = run.cpu_per_request();
             let command = (read.command)(&z, &d);
             let words: Vec<&str> = command.iter().map(String::as_str).collect();
             let requests = (run.requests as usize).max(1_000);

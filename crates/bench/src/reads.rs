@@ -51,7 +51,6 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
     let mut figures = Vec::new();
     for clients in [16, 64] {
         eprintln!("top-100 reads with {clients} clients");
-        let meter = Meter::start();
         let run = load::closed_loop(
             stack.addr,
             clients,
@@ -60,7 +59,7 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<ReadFigures>> {
             move |_, _| top(),
         )
         .await?;
-        let cpu = meter.stop().per(run.requests as f64);
+        let cpu = run.cpu_per_request();
         let requests = (run.requests as usize).max(10_000);
         let meter = Meter::start();
         let redis_benchmark_per_s = crate::redis_benchmark::rate(

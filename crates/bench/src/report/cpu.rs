@@ -43,6 +43,93 @@ impl Report {
             ]));
         }
         out.push('\n');
+        out.push_str(&self.cpu_alone_table());
+        out
+    }
+
+    /// The figures no limit is run for: what a unit of their work cost, by process, so that
+    /// a later run on another hour compares with this one by CPU rather than by rate.
+    fn cpu_alone_table(&self) -> String {
+        let mut lines: Vec<(String, crate::cpu::Cpu, &str)> = Vec::new();
+        if let Some(l) = &self.latency {
+            for level in &l.levels {
+                lines.push((
+                    format!("command committed and projected, {}% load", level.percent),
+                    level.cpu_us,
+                    "api + projector replicas + watcher",
+                ));
+            }
+        }
+        if let Some(k) = &self.kinds {
+            for kind in &k.kinds {
+                for t in &kind.commands {
+                    lines.push((
+                        format!("command, {} board, {} clients", kind.kind, t.clients),
+                        t.cpu_us,
+                        "api",
+                    ));
+                }
+                lines.push((
+                    format!("command committed and projected, {} board", kind.kind),
+                    kind.visible.cpu_us,
+                    "api + projector replicas + watcher",
+                ));
+            }
+            for t in &k.entries {
+                lines.push((
+                    format!("tournament entry, {} clients", t.clients),
+                    t.cpu_us,
+                    "api",
+                ));
+            }
+        }
+        if let Some(p) = &self.periods {
+            for (what, run) in [
+                ("no reset", &p.without_reset),
+                ("across a reset", &p.across_reset),
+                ("during the close", &p.during_close),
+            ] {
+                lines.push((
+                    format!("command on a period, {what}"),
+                    run.cpu_us,
+                    "api (and the close, in this process)",
+                ));
+            }
+        }
+        if let Some(g) = &self.growth {
+            for s in &g.sizes {
+                lines.push((
+                    format!("users/{{id}} read, {} users", s.users),
+                    s.reads_cpu_us,
+                    "api",
+                ));
+                lines.push((
+                    format!("ceiling request (404), {} users' stack", s.users),
+                    s.ceiling_cpu_us,
+                    "api",
+                ));
+            }
+            for c in &g.commands {
+                lines.push((format!("command over {} boards", c.boards), c.cpu_us, "api"));
+            }
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "### CPU per unit of work, figures without a limit (µs)\n\n\
+             | figure | serving per unit | by process | load | ours is |\n|---|---|---|---|---|\n",
+        );
+        for (figure, c, ours) in lines {
+            out.push_str(&row(&[
+                figure,
+                format!("{:.0} µs", c.serving()),
+                c.breakdown("ours"),
+                format!("{:.0}", c.load),
+                ours.into(),
+            ]));
+        }
+        out.push('\n');
         out
     }
 
