@@ -38,6 +38,20 @@ pub struct Commands {
     pub seconds: f64,
     pub users: u64,
     pub levels: Vec<CommandFigures>,
+    pub itemised: Itemised,
+}
+
+/// What PostgreSQL spends on one command statement, in parts: pgbench at 1 client on a fresh
+/// database each, PostgreSQL's CPU per transaction (µs). A transaction of `SELECT 1` is the
+/// protocol's and a transaction's own cost; the command statement with triggers off
+/// (`session_replication_role = replica`: the entry counts and the foreign-key checks do not
+/// run) adds the statement's own work; the statement as it runs adds the triggers.
+#[derive(Debug, Serialize)]
+pub struct Itemised {
+    pub transaction_us: f64,
+    /// None when the database role may not turn triggers off (not a superuser).
+    pub without_triggers_us: Option<f64>,
+    pub statement_us: f64,
 }
 
 impl Commands {
@@ -88,6 +102,54 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
         seconds,
         users: USERS,
         levels,
+        itemised: itemise(seconds, out, &script).await?,
+    })
+}
+
+/// [`Itemised`]: three pgbench runs of `seconds` at 1 client.
+async fn itemise(seconds: f64, out: &Path, command: &Path) -> anyhow::Result<Itemised> {
+    eprintln!("PostgreSQL's CPU per command statement, itemised (pgbench, 1 client)");
+    let select = out.join("select1.sql");
+    std::fs::write(&select, "SELECT 1;\n")?;
+    let per_transaction = |url: String, script: std::path::PathBuf| async move {
+        let meter = Meter::start();
+        let run = pgbench::run_timed(&url, &script, 1, seconds)?;
+        let cpu = meter.stop().per(run.latencies_ms.len() as f64);
+        anyhow::Ok(cpu.postgres)
+    };
+    let stack = Stack::start(4).await?;
+    let transaction_us = per_transaction(stack.db.url.clone(), select).await?;
+    stack.stop().await?;
+    let stack = Stack::start(4).await?;
+    let superuser: bool = stack
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )
+        .await?
+        .get(0);
+    // libpq's `options` in the URI: the session starts with triggers off.
+    let sep = if stack.db.url.contains('?') { '&' } else { '?' };
+    let without = format!(
+        "{}{sep}options=-c%20session_replication_role%3Dreplica",
+        stack.db.url
+    );
+    let without_triggers_us = if superuser {
+        Some(per_transaction(without, command.to_path_buf()).await?)
+    } else {
+        None
+    };
+    stack.stop().await?;
+    let stack = Stack::start(4).await?;
+    let statement_us = per_transaction(stack.db.url.clone(), command.to_path_buf()).await?;
+    stack.stop().await?;
+    Ok(Itemised {
+        transaction_us,
+        without_triggers_us,
+        statement_us,
     })
 }
 

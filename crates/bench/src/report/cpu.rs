@@ -44,6 +44,9 @@ impl Report {
         }
         out.push('\n');
         out.push_str(&self.cpu_alone_table());
+        if let Some(i) = self.commands.as_ref().map(|c| &c.itemised) {
+            out.push_str(&itemised(i));
+        }
         out
     }
 
@@ -236,4 +239,28 @@ impl Report {
 /// `breakdown`, then the load generator's CPU per unit, counted on neither side.
 fn with_load(breakdown: String, load: f64) -> String {
     format!("{breakdown}; load {load:.0}")
+}
+
+/// PostgreSQL's CPU per command statement in parts (`commands::Itemised`).
+fn itemised(i: &crate::commands::Itemised) -> String {
+    let parts = match i.without_triggers_us {
+        Some(w) => format!(
+            "a transaction of `SELECT 1` {:.0} µs + the statement's own work {:.0} µs + its \
+             triggers (entry counts, foreign keys) {:.0} µs",
+            i.transaction_us,
+            w - i.transaction_us,
+            i.statement_us - w
+        ),
+        None => format!(
+            "a transaction of `SELECT 1` {:.0} µs + the statement {:.0} µs (triggers not \
+             itemised: the role may not turn them off)",
+            i.transaction_us,
+            i.statement_us - i.transaction_us
+        ),
+    };
+    format!(
+        "PostgreSQL's CPU per command statement (pgbench, 1 client, a fresh database each): \
+         {:.0} µs = {parts}.\n\n",
+        i.statement_us
+    )
 }
