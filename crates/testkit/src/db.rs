@@ -28,7 +28,7 @@ impl TestDb {
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
-            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e:?}"));
         let url = url_with_dbname(&admin_url, &name);
         TestDb {
             name,
@@ -60,7 +60,7 @@ impl Drop for TestDb {
                     .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                     .await
                 {
-                    eprintln!("warning: could not drop test database {name}: {e}");
+                    eprintln!("warning: could not drop test database {name}: {e:?}");
                 }
             });
         });
@@ -74,7 +74,9 @@ async fn admin_client(url: &str) -> tokio_postgres::Client {
     let (client, connection) = config
         .connect(NoTls)
         .await
-        .unwrap_or_else(|e| panic!("connect to the test PostgreSQL: {e}"));
+        // Debug, not Display: tokio-postgres prints only "db error" for what the server said
+        // (a CI run once failed 16 tests with nothing more to go on).
+        .unwrap_or_else(|e| panic!("connect to the test PostgreSQL: {e:?}"));
     tokio::spawn(async move {
         let _ = connection.await;
     });
