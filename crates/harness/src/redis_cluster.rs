@@ -126,12 +126,37 @@ impl RedisCluster {
             .into_iter()
             .find(|n| !n.master)
             .ok_or_else(|| Error::other("no replica"))?;
-        cli(self.tls.as_ref(), replica.port, &["CLUSTER", "FAILOVER"])?;
-        self.wait_until(Duration::from_secs(30), |c| {
+        let promoted = |c: &RedisCluster| {
             c.topology()
                 .is_ok_and(|t| t.iter().any(|n| n.port == replica.port && n.master))
-                && c.is_ok()
-        })?;
+        };
+        // Redis drops a manual failover that has not completed within 5 s (CLUSTER_MF_TIMEOUT)
+        // without a word, and the replica stays one: on a loaded machine it can miss that
+        // window (a CI run once waited 30 s for a promotion that was never coming), so the
+        // replica is asked again, each time after the last try has surely ended.
+        for asked in 1.. {
+            if let Err(e) = cli(self.tls.as_ref(), replica.port, &["CLUSTER", "FAILOVER"])
+                && !promoted(self)
+            {
+                return Err(e);
+            }
+            if self
+                .wait_until(Duration::from_secs(7), |c| promoted(c))
+                .is_ok()
+            {
+                break;
+            }
+            if asked == 5 {
+                return Err(Error::new(
+                    ErrorKind::TimedOut,
+                    format!(
+                        "replica {} not promoted after {asked} CLUSTER FAILOVERs",
+                        replica.port
+                    ),
+                ));
+            }
+        }
+        self.wait_until(Duration::from_secs(30), |c| c.is_ok())?;
         Ok(replica.port)
     }
 
