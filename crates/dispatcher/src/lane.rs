@@ -23,6 +23,7 @@ use crate::client::{Client, Connection, Target};
 use crate::deliver::{Delivery, deliver};
 use crate::metrics;
 use crate::settings::DispatcherSettings;
+use crate::unsettled::Unsettled;
 
 /// Batches one turn delivers at most before giving the lane back.
 pub const TURN_BATCHES: usize = 10;
@@ -36,6 +37,8 @@ pub struct Shared {
     pub definitions: Definitions,
     pub client: Client,
     pub settings: DispatcherSettings,
+    /// Leases to give back once PostgreSQL answers again.
+    pub unsettled: Unsettled,
 }
 
 /// How a turn ended (tests and logs).
@@ -63,7 +66,8 @@ pub async fn turn(shared: Arc<Shared>, lane: Claimed, stop: CancellationToken) -
         TurnEnd::Released | TurnEnd::Stopped | TurnEnd::StoreError
     ) && let Err(e) = lane::release(&shared.db, &lane).await
     {
-        tracing::warn!(error = %e, subscription = %lane.subscription_id, lane = lane.lane, "cannot give the lane back; its lease runs out instead");
+        tracing::warn!(error = %e, subscription = %lane.subscription_id, lane = lane.lane, "cannot give the lane back yet; the claim loop tries again");
+        shared.unsettled.lane_kept(lane);
     }
     end
 }

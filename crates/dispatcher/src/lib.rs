@@ -5,14 +5,16 @@
 //! log's upkeep (the sequencer and retention; one process at a time does the work).
 //!
 //! Here: the claim loop ([`Dispatcher::run`]); `lane.rs` (a lane's turn, a requeued parked
-//! event's delivery), `deliver.rs` (one signed delivery and its span), `client.rs` (hyper over
-//! TCP or rustls, every step bounded), `metrics.rs`, `settings.rs`.
+//! event's delivery), `unsettled.rs` (leases whose claim's answer was lost, or that a turn could
+//! not give back), `deliver.rs` (one signed delivery and its span), `client.rs` (hyper over TCP
+//! or rustls, every step bounded), `metrics.rs`, `settings.rs`.
 
 mod client;
 mod deliver;
 mod lane;
 pub mod metrics;
 pub mod settings;
+mod unsettled;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,6 +64,7 @@ impl Dispatcher {
                 definitions: Definitions::new(DEFINITIONS_TTL),
                 client,
                 settings: settings.dispatcher.clone(),
+                unsettled: unsettled::Unsettled::default(),
             }),
             settings: Arc::new(settings),
             instance: ledgerboard_core::ids::instance_id("dispatcher"),
@@ -101,6 +104,16 @@ impl Dispatcher {
             let requeues = last_requeue_claim.is_none_or(|at| at.elapsed() >= d.poll_interval());
             if requeues {
                 last_requeue_claim = Some(tokio::time::Instant::now());
+            }
+            // Before claiming more: a claim whose answer was lost may hold lanes no task works.
+            // A failure here does not hold the claim back (it fails too while PostgreSQL is away).
+            if let Err(e) = self
+                .shared
+                .unsettled
+                .settle(&self.shared.db, d.lease())
+                .await
+            {
+                tracing::warn!(error = %e, "cannot give back the leases of unanswered claims yet");
             }
             if let Err(e) = self.claim(&mut tasks, requeues, &cancel).await {
                 tracing::warn!(error = %e, retry_in = ?backoff.current(), "cannot claim lanes; trying again");
@@ -153,10 +166,17 @@ impl Dispatcher {
         if free == 0 {
             return Ok(());
         }
-        let holder = self.holder();
+        // A failed claim may have committed all the same (its answer lost): its holder goes to
+        // `unsettled`, to give back what it leased. Parked deliveries and lanes are claimed
+        // under holders of their own, so giving back one claim never touches the other's
+        // leases, which tasks are working.
         if requeues {
+            let holder = self.holder();
             let slots = (free / 2).max(1) as i64;
-            for r in parked::claim(&self.shared.db, &holder, d.lease(), slots).await? {
+            let claimed = parked::claim(&self.shared.db, &holder, d.lease(), slots)
+                .await
+                .inspect_err(|_| self.shared.unsettled.claim_lost(holder.clone()))?;
+            for r in claimed {
                 tasks.spawn(lane::requeued(self.shared.clone(), r));
             }
         }
@@ -164,6 +184,7 @@ impl Dispatcher {
         if free == 0 {
             return Ok(());
         }
+        let holder = self.holder();
         let claimed = lanes::claim(
             &self.shared.db,
             &holder,
@@ -171,7 +192,8 @@ impl Dispatcher {
             free as i64,
             d.circuit(),
         )
-        .await?;
+        .await
+        .inspect_err(|_| self.shared.unsettled.claim_lost(holder.clone()))?;
         for l in claimed {
             if l.trial {
                 tracing::info!(subscription = %l.subscription_id, lane = l.lane, "the circuit's open time is over: one trial delivery");

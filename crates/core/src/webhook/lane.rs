@@ -61,6 +61,12 @@ static RELEASE: Statement<3> = Statement::new(
     include_str!("sql/release.sql"),
     [Type::TEXT, Type::INT4, Type::TEXT],
 );
+/// Parameters: holders.
+static GIVE_BACK: Statement<1> = Statement::new(
+    Op::WebhookAdvance,
+    include_str!("sql/give_back.sql"),
+    [Type::TEXT_ARRAY],
+);
 /// Parameters: subscription, lane, holder, error, retry ms, max attempts, circuit threshold,
 /// circuit open ms, position, event id, kind, board, body.
 static FAIL: Statement<13> = Statement::new(
@@ -315,6 +321,13 @@ pub async fn release(db: &Database, lane: &Claimed) -> Result<(), StoreError> {
     db.execute(&RELEASE, [&lane.subscription_id, &lane.lane, &lane.holder])
         .await?;
     Ok(())
+}
+
+/// Gives back what the claims `holders` leased, lanes and requeued parked deliveries: claims
+/// whose answer was lost (see `sql/give_back.sql`). Returns how many leases it ended.
+pub async fn give_back(db: &Database, holders: &[String]) -> Result<i64, StoreError> {
+    let row = db.query_one(&GIVE_BACK, [&holders]).await?;
+    Ok(row.try_get("given_back")?)
 }
 
 /// What a failed delivery asks for.
