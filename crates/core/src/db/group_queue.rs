@@ -23,22 +23,26 @@ use super::StoreError;
 /// and the queue is empty.
 pub struct GroupQueue<P> {
     queue: mpsc::Sender<P>,
+    shared: Arc<Shared<P>>,
+}
+
+/// What the queue's handles and its workers share.
+struct Shared<P> {
     /// One per worker: held by whoever runs a group, a worker or a caller running its own.
-    permits: Arc<Semaphore>,
+    permits: Semaphore,
     /// Items a worker has taken from the queue and holds while it waits for a permit.
-    held: Arc<AtomicUsize>,
+    held: AtomicUsize,
     run: Runner<P>,
 }
 
-type Runner<P> = Arc<dyn Fn(Vec<P>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+type Runner<P> = Box<dyn Fn(Vec<P>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
+// Not derived: a derive would ask for `P: Clone`, and the items are never cloned.
 impl<P> Clone for GroupQueue<P> {
     fn clone(&self) -> Self {
         Self {
             queue: self.queue.clone(),
-            permits: self.permits.clone(),
-            held: self.held.clone(),
-            run: self.run.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -56,30 +60,26 @@ impl<P: Send + 'static> GroupQueue<P> {
         // Room for every worker's next group; past that an item waits for room (its request
         // is bounded by the api's own timeout).
         let (queue, rx) = mpsc::channel(workers * max_size);
-        let run: Runner<P> = Arc::new(move |group| Box::pin(run(group)));
-        let permits = Arc::new(Semaphore::new(workers));
-        let held = Arc::new(AtomicUsize::new(0));
-        let worker = Worker {
-            rx: Arc::new(Mutex::new(rx)),
-            max_size,
-            permits: permits.clone(),
-            held: held.clone(),
-            run: run.clone(),
-        };
+        let shared = Arc::new(Shared {
+            permits: Semaphore::new(workers),
+            held: AtomicUsize::new(0),
+            run: Box::new(move |group| Box::pin(run(group))),
+        });
+        let rx = Arc::new(Mutex::new(rx));
         for _ in 0..workers {
-            tokio::spawn(worker.clone().work());
+            let worker = Worker {
+                rx: rx.clone(),
+                max_size,
+                shared: shared.clone(),
+            };
+            tokio::spawn(worker.work());
         }
-        Self {
-            queue,
-            permits,
-            held,
-            run,
-        }
+        Self { queue, shared }
     }
 
     /// Items waiting for a permit: queued, or taken by a worker that waits for one.
     pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity() + self.held.load(Ordering::Acquire)
+        self.queue.max_capacity() - self.queue.capacity() + self.shared.held.load(Ordering::Acquire)
     }
 
     /// Queues the item `make` builds around its answer's channel, and waits for the answer;
@@ -94,9 +94,9 @@ impl<P: Send + 'static> GroupQueue<P> {
         // Nothing queued and a permit free: run it here. Queued items come first (a permit
         // released while a worker waits goes to that worker, and try_acquire then fails).
         if self.queued() == 0
-            && let Ok(_permit) = self.permits.try_acquire()
+            && let Ok(_permit) = self.shared.permits.try_acquire()
         {
-            (self.run)(vec![item]).await;
+            (self.shared.run)(vec![item]).await;
         } else if self.queue.send(item).await.is_err() {
             return Err(StoreError::Unavailable(format!(
                 "the {what} queue has stopped"
@@ -108,25 +108,11 @@ impl<P: Send + 'static> GroupQueue<P> {
     }
 }
 
-/// What every worker shares.
+/// One worker: the queue's receiving end, shared by every worker, and what the handles share.
 struct Worker<P> {
     rx: Arc<Mutex<mpsc::Receiver<P>>>,
     max_size: usize,
-    permits: Arc<Semaphore>,
-    held: Arc<AtomicUsize>,
-    run: Runner<P>,
-}
-
-impl<P> Clone for Worker<P> {
-    fn clone(&self) -> Self {
-        Self {
-            rx: self.rx.clone(),
-            max_size: self.max_size,
-            permits: self.permits.clone(),
-            held: self.held.clone(),
-            run: self.run.clone(),
-        }
-    }
+    shared: Arc<Shared<P>>,
 }
 
 impl<P> Worker<P> {
@@ -143,9 +129,9 @@ impl<P> Worker<P> {
                     return;
                 };
                 group.push(first);
-                self.held.fetch_add(1, Ordering::AcqRel);
-                let permit = self.permits.acquire().await;
-                self.held.fetch_sub(1, Ordering::AcqRel);
+                self.shared.held.fetch_add(1, Ordering::AcqRel);
+                let permit = self.shared.permits.acquire().await;
+                self.shared.held.fetch_sub(1, Ordering::AcqRel);
                 let Ok(permit) = permit else {
                     return;
                 };
@@ -157,7 +143,7 @@ impl<P> Worker<P> {
                 }
                 permit
             };
-            (self.run)(std::mem::take(&mut group)).await;
+            (self.shared.run)(std::mem::take(&mut group)).await;
             drop(permit);
         }
     }
@@ -220,7 +206,7 @@ mod tests {
             let queue = queue.clone();
             async move { queue.ask("item", |reply| (0, reply)).await }
         });
-        while queue.permits.available_permits() > 0 {
+        while queue.shared.permits.available_permits() > 0 {
             tokio::task::yield_now().await;
         }
         let mut waiting = Vec::new();
