@@ -57,13 +57,28 @@ async fn failures_then_timeouts_then_recovery_deliver_every_event_in_order_per_b
                 == 3,
         "the script ran: {log:?}"
     );
-    // Every lane ends at the log's last position, with nothing parked.
-    let detail = ledgerboard_core::webhook::get(&db, &sub)
-        .await
-        .expect("get");
+    // Every lane ends at the log's last position, with nothing parked. A lane writes its
+    // position after the receiver has answered (every 100 ms and at the end of a batch), so
+    // the last delivery can be seen before its position is: wait for the write, bounded.
+    let at_head =
+        |d: &ledgerboard_core::webhook::Detail| d.lane_status.iter().all(|l| l.position == d.head);
+    let last = std::sync::Mutex::new(None);
+    let reached = wait_until(Duration::from_secs(10), || async {
+        let d = ledgerboard_core::webhook::get(&db, &sub)
+            .await
+            .expect("get");
+        let done = at_head(&d);
+        *last.lock().expect("not poisoned") = Some(d);
+        done
+    })
+    .await;
+    let detail = last
+        .into_inner()
+        .expect("not poisoned")
+        .expect("read at least once");
     assert!(
-        detail.lane_status.iter().all(|l| l.position == detail.head),
-        "{detail:?}"
+        reached.is_some(),
+        "the lanes did not reach the log's head: {detail:?}"
     );
     assert_eq!(detail.parked, 0);
     eprintln!(
