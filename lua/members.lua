@@ -168,27 +168,38 @@ local function holds_tuple(scores, score, member)
   return upper > lower
 end
 
+-- The distinct set (:d) a generation keeps, or nil when it keeps none: only boards read with
+-- dense ranks keep one (a live seal with `dcard`; a build whose seal says `dense`,
+-- generation.rs), as it doubles the sorted-set work of every write. `seal` is a seal key,
+-- `field` the field that marks it ('dcard' live, 'dense' for a build).
+local function distinct_kept(seal, field, distinct)
+  if seal and redis.call('HEXISTS', seal, field) == 1 then
+    return distinct
+  end
+  return nil
+end
+
 -- Keeps a board's distinct set (:d, for dense ranks) true after one member of `scores`
 -- went from `old_member` at score `old` (nil: it was not there) to `new_member` at `new` (nil:
--- it was removed); call it after the ZADD or ZREM. `seal` is the board's seal key when dcard
--- must follow (the live generation); dcard is only moved where it exists: a seal written before
--- :d existed has none, and its board is not trusted for dense ranks until a rebuild counts
--- them.
+-- it was removed); call it after the ZADD or ZREM. `distinct` is nil when the generation keeps
+-- no :d (distinct_kept): then nothing is done. `seal` is the board's seal key when its dcard
+-- must follow (the live generation, whose seal has dcard whenever it keeps :d), else nil.
 local function move_distinct(scores, distinct, seal, old, old_member, new, new_member)
+  if distinct == nil then
+    return
+  end
   if old ~= nil then
     local name = distinct_name(old, old_member)
     if new == nil or name ~= distinct_name(new, new_member) then
       if not holds_tuple(scores, old, old_member) then
-        if redis.call('ZREM', distinct, name) == 1 and seal
-            and redis.call('HEXISTS', seal, 'dcard') == 1 then
+        if redis.call('ZREM', distinct, name) == 1 and seal then
           redis.call('HINCRBY', seal, 'dcard', -1)
         end
       end
     end
   end
   if new ~= nil then
-    if redis.call('ZADD', distinct, new, distinct_name(new, new_member)) == 1 and seal
-        and redis.call('HEXISTS', seal, 'dcard') == 1 then
+    if redis.call('ZADD', distinct, new, distinct_name(new, new_member)) == 1 and seal then
       redis.call('HINCRBY', seal, 'dcard', 1)
     end
   end
@@ -212,12 +223,15 @@ end
 
 -- Calls `cmd` on `key` with the items of `list` as arguments, `step` arguments an item, in
 -- slices (Lua's unpack is bounded by its stack, and a chunk may hold 100,000 rows), and
--- answers the replies of all the slices as one list when the command answers one.
-local function call_sliced(cmd, key, list, step)
+-- answers the replies of all the slices as one list when the command answers one. `first`
+-- and `last` (default: the whole list) bound the part of `list` that is sent, so a script can
+-- send a section of its own ARGV without copying it (rebuild_chunk.lua).
+local function call_sliced(cmd, key, list, step, first, last)
   local out = {}
   local per_call = 500 * step
-  for first = 1, #list, per_call do
-    local reply = redis.call(cmd, key, unpack(list, first, math.min(first + per_call - 1, #list)))
+  last = last or #list
+  for from = first or 1, last, per_call do
+    local reply = redis.call(cmd, key, unpack(list, from, math.min(from + per_call - 1, last)))
     if type(reply) == 'table' then
       for i = 1, #reply do
         out[#out + 1] = reply[i]

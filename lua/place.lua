@@ -3,8 +3,9 @@
 -- puts one user's member at an absolute score, version and tie key in one generation of a
 -- board's keys, keeping its distinct-scores set and metadata hash true.
 --
--- scores, versions, distinct, metadata: the generation's :z, :v, :d, :x keys; seal: its seal
--- when dcard and xcard must follow (the live generation), else nil; user, score, version; key:
+-- scores, versions, distinct, metadata: the generation's :z, :v, :d, :x keys (distinct nil
+-- when the generation keeps no :d, distinct_kept); seal: its seal when dcard and xcard must
+-- follow (the live generation), else nil; user, score, version; key:
 -- the member's key (member.rs's `key_text`: '' for a one-column board's tie 0); meta: the
 -- entry's metadata as JSON text ('' for none); old_key: the key the versions hash held for the
 -- user (nil when it held nothing, or nothing readable: the member is then looked for under the

@@ -9,9 +9,11 @@
 -- KEYS[2] board versions   (hash: user id -> '<version>' or '<version>:<key>')
 -- KEYS[3] board seal       (hash: card = members the projection was given, dcard = distinct
 --                          scores; see keys.rs)
--- KEYS[4] board distinct scores (sorted set), KEYS[5] board metadata (hash: user id -> JSON)
+-- KEYS[4] board distinct scores (sorted set; written only while the seal has dcard),
+-- KEYS[5] board metadata (hash: user id -> JSON)
 -- KEYS[6..10] the same five for the rebuild generation (scores, versions, seal, distinct,
---         metadata): a build is in progress while KEYS[8] exists
+--         metadata): a build is in progress while KEYS[8] exists, and builds the distinct
+--         scores when KEYS[8] has `dense`
 -- KEYS[11] board tombstones (hash: user id -> the version that hid the member). Not part of a
 --         generation: a rebuild neither writes nor replaces it. A row is stale when the member's
 --         version or its tombstone's is at least the row's, so a score projected late never
@@ -60,6 +62,9 @@ local ttl = ARGV[1]
 -- Neither changes while the script runs: no row creates or removes a seal.
 local sealed = redis.call('EXISTS', KEYS[3]) == 1
 local building = redis.call('EXISTS', KEYS[8]) == 1
+-- Each generation's distinct scores, or nil where it keeps none (members.lua).
+local live_distinct = distinct_kept(sealed and KEYS[3], 'dcard', KEYS[4])
+local build_distinct = distinct_kept(building and KEYS[8], 'dense', KEYS[9])
 
 -- The member's value in the versions hash `hash`, and its version and tie key: false when
 -- the member has none, a nil version when the value is not one `member.rs` writes.
@@ -115,11 +120,13 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
   if building and (not rebuilt or rebuilt_version < version)
       and (not tomb_version or tomb_version < version) then
     if change == '' then
-      place_member(KEYS[6], KEYS[7], KEYS[9], KEYS[10], nil, user, score, version_text, key,
-        meta, rebuilt_key)
+      place_member(KEYS[6], KEYS[7], build_distinct, KEYS[10], nil, user, score, version_text,
+        key, meta, rebuilt_key)
     else
-      take_out(KEYS[6], KEYS[7], KEYS[9], KEYS[10], nil, user, rebuilt_key or key)
+      take_out(KEYS[6], KEYS[7], build_distinct, KEYS[10], nil, user, rebuilt_key or key)
     end
+    -- The build looks its rows' versions up only once this is set (rebuild_chunk.lua).
+    redis.call('HINCRBY', KEYS[8], 'touched', 1)
   end
 
   -- A repeat changes nothing live. It is judged after the new generation's write, so that no
@@ -133,7 +140,7 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
   end
 
   if change ~= '' then
-    local removed, removed_version = take_out(KEYS[1], KEYS[2], KEYS[4], KEYS[5],
+    local removed, removed_version = take_out(KEYS[1], KEYS[2], live_distinct, KEYS[5],
       sealed and KEYS[3] or nil, user, stored_key or key)
     if change == 'hide' then
       redis.call('HSET', KEYS[11], user, version_text)
@@ -151,7 +158,7 @@ local function apply_row(marker, user, score, version_text, key, meta, change)
     return 'applied'
   end
 
-  local added, added_version = place_member(KEYS[1], KEYS[2], KEYS[4], KEYS[5],
+  local added, added_version = place_member(KEYS[1], KEYS[2], live_distinct, KEYS[5],
     sealed and KEYS[3] or nil, user, score, version_text, key, meta, stored_key)
   redis.call('HDEL', KEYS[11], user)
   redis.call('SET', marker, '1', 'PX', ttl)

@@ -13,8 +13,8 @@
 --
 -- Answers 'removed', or 'skipped' (changed since observed, or already gone). Fail-closed on
 -- wrong-typed keys, like the other scripts. Sent after prelude.lua and members.lua
--- (scripts.rs): its `#!lua` line, `wrong_type`, `parse_stored`, `move_distinct`,
--- `move_metadata`.
+-- (scripts.rs): its `#!lua` line, `wrong_type`, `parse_stored`, `distinct_kept`,
+-- `move_distinct`, `move_metadata`.
 
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
   or wrong_type(KEYS[3], 'hash') or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash')
@@ -31,6 +31,7 @@ local seal = nil
 if redis.call('EXISTS', KEYS[3]) == 1 then
   seal = KEYS[3]
 end
+local distinct = distinct_kept(seal, 'dcard', KEYS[4])
 
 -- Removes one member from the sorted set, moving the distinct scores with it.
 local function drop(member)
@@ -39,7 +40,7 @@ local function drop(member)
     return 0
   end
   redis.call('ZREM', KEYS[1], member)
-  move_distinct(KEYS[1], KEYS[4], seal, score, member, nil, nil)
+  move_distinct(KEYS[1], distinct, seal, score, member, nil, nil)
   return 1
 end
 

@@ -14,8 +14,9 @@
 --
 -- Answers 'repaired', 'current' (nothing to do any more) or 'skipped' (the projection moved
 -- on since it was observed). Fail-closed on wrong-typed keys, like project.lua. The member
--- under its old spelling (the tie key the versions hash held) goes, the distinct scores and,
--- where it exists, the seal's dcard follow; the seal's card does not (repairs do not seal).
+-- under its old spelling (the tie key the versions hash held) goes, the distinct scores and
+-- the seal's dcard follow where the seal has dcard; the seal's card does not (repairs do not
+-- seal).
 
 local problem = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'hash')
   or wrong_type(KEYS[3], 'hash') or wrong_type(KEYS[4], 'zset') or wrong_type(KEYS[5], 'hash')
@@ -56,6 +57,6 @@ local seal = nil
 if redis.call('EXISTS', KEYS[3]) == 1 then
   seal = KEYS[3]
 end
-place_member(KEYS[1], KEYS[2], KEYS[4], KEYS[5], seal, user, ARGV[2], ARGV[3], key, meta,
-  stored_key)
+place_member(KEYS[1], KEYS[2], distinct_kept(seal, 'dcard', KEYS[4]), KEYS[5], seal, user,
+  ARGV[2], ARGV[3], key, meta, stored_key)
 return 'repaired'

@@ -3,8 +3,8 @@
 -- retired ones (deleted afterwards with UNLINK, off Redis's main thread), the rebuilt keys
 -- become the live ones, and the rebuilt seal becomes the board's seal, counting the members
 -- and the distinct scores the new generation holds. Readers see either the old or the new
--- generation, never a mix. The seal counts the members (card), the distinct scores (dcard) and
--- the members with metadata (xcard).
+-- generation, never a mix. The seal counts the members (card), the distinct scores (dcard,
+-- only when the build kept them: its seal's `dense`) and the members with metadata (xcard).
 --
 -- KEYS[1..12] the live, rebuilt and retired names of each of the board's four generation keys, in
 -- groups of three: KEYS[1] live scores, KEYS[2] rebuilt scores, KEYS[3] retired scores, then
@@ -32,8 +32,13 @@ for group = 0, 3 do
 end
 if ARGV[1] == 'seal' then
   redis.call('HSET', KEYS[14], 'card', redis.call('ZCARD', KEYS[1]),
-    'dcard', redis.call('ZCARD', KEYS[7]), 'xcard', redis.call('HLEN', KEYS[10]),
-    'order', ARGV[2])
+    'xcard', redis.call('HLEN', KEYS[10]), 'order', ARGV[2])
+  -- Only a build that kept the distinct scores (its seal says `dense`) counts them: a seal
+  -- without dcard tells the projector to keep none, and dense reads to fall back.
+  if redis.call('HEXISTS', KEYS[14], 'dense') == 1 then
+    redis.call('HSET', KEYS[14], 'dcard', redis.call('ZCARD', KEYS[7]))
+    redis.call('HDEL', KEYS[14], 'dense')
+  end
   redis.call('RENAME', KEYS[14], KEYS[13])
   -- The build's seal had a TTL (rebuild_chunk.lua); the board's seal lives as long as its keys.
   redis.call('PERSIST', KEYS[13])

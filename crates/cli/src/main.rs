@@ -46,8 +46,8 @@ enum Command {
         command: parked::ParkedCommand,
     },
     /// Rebuild one board's Redis projection from PostgreSQL while readers keep reading: build a
-    /// new generation, switch atomically, delete the old one, then catch up on writes made
-    /// meanwhile. Takes the reconciler lock (waits for a running pass).
+    /// new generation (the projector writes it too while it is built), switch atomically,
+    /// delete the old one. Takes the reconciler lock (waits for a running pass).
     Rebuild {
         /// The board to rebuild.
         #[arg(long)]
@@ -55,6 +55,10 @@ enum Command {
         /// How long to wait for the reconciler lock, in seconds.
         #[arg(long, default_value_t = 120)]
         wait_secs: u64,
+        /// Then run a reconciliation pass over the board under the same lock, and fail unless
+        /// it completes (it finds nothing to repair unless the keys were edited meanwhile).
+        #[arg(long)]
+        verify: bool,
     },
     /// Board definitions: operator, sort, tie break, bounds, display name (PostgreSQL only; the
     /// api sees a change within `api.definition_cache_ms`).
@@ -120,8 +124,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Review { command } => review::run(&settings, command).await,
         Command::Competition { command } => competition::run(&settings, command).await,
         Command::Webhook { command } => webhook::run(&settings, command).await,
-        Command::Rebuild { board, wait_secs } => {
-            rebuild::run(args.daemon.config.as_deref(), &board, wait_secs).await
-        }
+        Command::Rebuild {
+            board,
+            wait_secs,
+            verify,
+        } => rebuild::run(args.daemon.config.as_deref(), &board, wait_secs, verify).await,
     }
 }

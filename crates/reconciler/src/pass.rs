@@ -76,7 +76,7 @@ impl From<ReadModelError> for PassError {
     }
 }
 
-/// Runs one pass under `lock` (None only for the rebuild's catch-up, which holds it itself).
+/// Runs one pass under `lock`.
 pub async fn run_pass(
     db: &Database,
     store: &Store,
@@ -171,9 +171,9 @@ async fn check_and_report(
     let started = Instant::now();
     let mut counts = Counts::default();
     let (error, aborted) = match check_board(ctx, board, &mut counts).await {
-        Ok(()) => {
+        Ok(seal) => {
             if !ctx.options.dry_run {
-                request_if_unsealed(ctx.db, ctx.store, board).await;
+                request_if_unsealed(ctx.db, ctx.store, board, seal).await;
             }
             (None, None)
         }
@@ -199,9 +199,14 @@ async fn check_and_report(
 /// built) is asked to be rebuilt, like a reader would ask (`requests.rs` serves it after the
 /// pass). Repairs do not seal a board: only a rebuild proves it holds every member. A board
 /// without source rows is not asked for (its rebuild leaves no seal, so a pass over it, such as
-/// a rebuild's catch-up after its orphans were removed, would ask again for ever).
-async fn request_if_unsealed(db: &Database, store: &Store, board: &BoardId) {
-    let outcome = match read::board_seal(store, board).await {
+/// a rebuild's verifying pass after its orphans were removed, would ask again for ever).
+/// `known`: the seal as the walk read it, when nothing was written to the board since.
+async fn request_if_unsealed(db: &Database, store: &Store, board: &BoardId, known: Option<Seal>) {
+    let seal = match known {
+        Some(seal) => Ok(seal),
+        None => read::board_seal(store, board).await,
+    };
+    let outcome = match seal {
         Ok(Seal::Whole) => return,
         Ok(_) if matches!(source::board_exists(db, board).await, Ok(false)) => return,
         Ok(seal) => request_rebuild(store, board)
@@ -232,7 +237,14 @@ struct Ctx<'a> {
     options: &'a PassOptions,
 }
 
-async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Result<(), PassError> {
+/// Walks the board's source rows against Redis and repairs what differs; then its orphans, if
+/// the sizes say there are any. Returns the board's seal as read after the walk, or None when
+/// orphans were looked for since (the seal is then read again).
+async fn check_board(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    counts: &mut Counts,
+) -> Result<Option<Seal>, PassError> {
     let chunk_size = ctx.options.chunk_size;
     // Source members seen in the sorted set and in the version hash: if the keys hold exactly
     // that many entries, neither holds an orphan and the scans for them can be skipped.
@@ -252,13 +264,15 @@ async fn check_board(ctx: Ctx<'_>, board: &BoardId, counts: &mut Counts) -> Resu
     // Members added by the projector during the walk make the sizes larger, never smaller, so
     // they can only cause a scan that finds nothing, not hide an orphan. (A member removed
     // during the walk could hide one until the next pass.)
-    let (zcard, hlen) = inspect::member_counts(ctx.store, board).await?;
-    let scan_scores = zcard > seen.in_scores;
-    let scan_versions = hlen > seen.in_versions;
+    // The sizes come with the seal, in one round trip.
+    let sized = read::board_seal_and_sizes(ctx.store, board).await?;
+    let scan_scores = sized.scores > seen.in_scores;
+    let scan_versions = sized.versions > seen.in_versions;
     if scan_scores || scan_versions {
         orphans(ctx, board, counts, scan_scores, scan_versions).await?;
+        return Ok(None);
     }
-    Ok(())
+    Ok(Some(sized.seal))
 }
 
 /// How many of the source members a board's walk found in each half of the projection.

@@ -1,8 +1,9 @@
 //! Online rebuild of one board: build a new generation of its keys from PostgreSQL while
 //! readers keep reading the live one (or PostgreSQL, when the live one is not whole), switch
-//! the two atomically and seal the new one, delete the old one, then run a catch-up pass over
-//! the board. The Redis side of each step is `ledgerboard_core::projection::generation`; this
-//! file holds the order of the steps, the lock and the catch-up.
+//! the two atomically and seal the new one, delete the old one; on request (`lbctl rebuild
+//! --verify`), then run a pass over the board. The Redis side of each step is
+//! `ledgerboard_core::projection::generation`; this file holds the order of the steps, the
+//! lock and the verifying pass.
 //!
 //! The build's seal (`:m:rebuild`) is written before the first row is read from PostgreSQL.
 //! From then on the projector writes every row to both generations
@@ -11,6 +12,11 @@
 //! every version the live generation shows at the switch is in the new one too: a row
 //! projected before the build started was committed before PostgreSQL was read, and one
 //! projected after it reached both. A reader never sees a score go back.
+//!
+//! That is also why no pass follows the switch unless asked for: with the double writes it has
+//! nothing to repair (docs/reconciler.md proves it step by step), and a full pass over a board
+//! of 1M users costs Redis's one thread about 4.5 s that every other board's projection waits
+//! behind. The daemon's scheduled passes still compare every board, the rebuilt ones too.
 
 use std::time::{Duration, Instant};
 
@@ -35,8 +41,9 @@ pub struct RebuildReport {
     pub rows: u64,
     pub build_seconds: f64,
     pub rows_per_s: f64,
-    /// The pass run right after the switch.
-    pub catch_up: PassReport,
+    /// The pass run right after the switch, when asked for (`verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<PassReport>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +82,15 @@ async fn acquire(
     }
 }
 
+/// Whether a pass over the board follows the switch (`lbctl rebuild --verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    No,
+    /// A pass over the rebuilt board, under the same lock, never a dry run: it shows (and
+    /// repairs) anything the live keys lost or gained by hand since the switch.
+    Pass,
+}
+
 /// `settings` may hold other daemons' sections too (`lbctl`, tests).
 pub async fn rebuild<D: Holds<Sections>>(
     db: &Database,
@@ -82,16 +98,27 @@ pub async fn rebuild<D: Holds<Sections>>(
     settings: &config::Settings<D>,
     board: &BoardId,
     wait: Duration,
+    verify: Verify,
 ) -> Result<RebuildReport, RebuildError> {
     let settings: &Settings = &settings.narrow();
     let held = acquire(store, settings, wait).await?;
     // Asked under the lock: the keys of archived periods are dropped under it too
     // (periods.rs), so no archive can slip in between the check and the build.
-    let result = match ledgerboard_core::board::periods::is_archived(db, board).await {
+    let mut result = match ledgerboard_core::board::periods::is_archived(db, board).await {
         Ok(true) => Err(RebuildError::Archived(board.to_string())),
         Ok(false) => build_and_switch(db, store, settings, board, &held).await,
         Err(e) => Err(PassError::from(e).into()),
     };
+    if let (Ok(report), Verify::Pass) = (&mut result, verify) {
+        let options = PassOptions {
+            dry_run: false,
+            board: Some(board.clone()),
+            ..PassOptions::from_settings(&settings.reconciler)
+        };
+        let pass = run_pass(db, store, Some(&held), &options).await;
+        pass.log();
+        report.verify = Some(pass);
+    }
     held.release().await;
     result
 }
@@ -157,7 +184,7 @@ pub(crate) async fn build_and_switch_sealing(
     // exist must leave nothing behind in Redis (unless the caller knows it exists).
     // The seal states the board's order, read now: its rule cannot change while it has entries
     // (board/definition/), so the order stays true for as long as the seal lives.
-    // A board whose every entry is hidden exists, and is empty: sealed, or each catch-up would
+    // A board whose every entry is hidden exists, and is empty: sealed, or each pass would
     // find it unsealed and ask for the same rebuild again, for ever.
     let exists = rows_read > 0
         || seal_empty
@@ -176,20 +203,12 @@ pub(crate) async fn build_and_switch_sealing(
     };
     let unlinked = build.switch(store, order).await.map_err(PassError::from)?;
     // The new generation is live already: a failure to delete the retired one leaves
-    // garbage, not a wrong board, so the catch-up still runs.
+    // garbage, not a wrong board.
     if let Err(e) = unlinked {
         tracing::warn!(error = %e, key = store.keys().retired_scores(board), "could not delete the retired generation; the next rebuild of this board replaces it");
     }
-    tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = exists, "rebuilt generation is live; catching up");
+    tracing::info!(board = %board, rows = rows_read, build_seconds, generation, sealed = exists, "rebuilt generation is live");
     let rows_written = rows_read;
-
-    let options = PassOptions {
-        dry_run: false,
-        board: Some(board.clone()),
-        ..PassOptions::from_settings(&settings.reconciler)
-    };
-    let catch_up = run_pass(db, store, Some(held), &options).await;
-    catch_up.log();
     Ok(RebuildReport {
         board: board.to_string(),
         rows: rows_written,
@@ -199,6 +218,6 @@ pub(crate) async fn build_and_switch_sealing(
         } else {
             0.0
         },
-        catch_up,
+        verify: None,
     })
 }

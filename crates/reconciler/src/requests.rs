@@ -126,7 +126,8 @@ impl Requests {
 }
 
 /// One claimed request: its rebuild, except for a request not forced whose board is whole
-/// already (asked for again while an earlier rebuild ran, and made whole by it).
+/// already (asked for again while an earlier rebuild ran, and made whole by it) and keeps the
+/// distinct scores if it is read with dense ranks.
 async fn serve_one(
     db: &Database,
     store: &Store,
@@ -135,11 +136,15 @@ async fn serve_one(
     board: &BoardId,
     kind: RequestKind,
 ) -> Result<Option<RebuildReport>, RebuildError> {
+    // Whole, unless dense reads wait for distinct scores it does not keep (they asked).
     if kind == RequestKind::NotWhole
         && read::board_seal(store, board)
             .await
             .map_err(PassError::from)?
             == Seal::Whole
+        && !generation::distinct_missing(store, board)
+            .await
+            .map_err(PassError::from)?
     {
         return Ok(None);
     }

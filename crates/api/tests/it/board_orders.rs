@@ -134,7 +134,8 @@ async fn board(env: &TestEnv, kind: &Kind, entries: &[Entry]) {
         .expect("rows");
 
     // The projection as the reconciler's rebuild writes it (rebuild_chunk.lua, then the switch
-    // that seals the board with `card` and `dcard`): the path every board takes back to whole.
+    // that seals the board with `card` and, as it is marked dense, `dcard`): the path every
+    // board takes back to whole.
     common::seal(env, kind.board).await;
 }
 

@@ -431,6 +431,7 @@ async fn a_season_resets_by_hand_and_each_period_reads_the_same_from_both_source
         &env.settings,
         &old_board,
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::No,
     )
     .await;
     assert!(

@@ -153,6 +153,7 @@ async fn commands_reads_and_projection_work_through_a_transaction_pooler() {
         &settings,
         &BoardId::parse("even").expect("board"),
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::No,
     )
     .await
     .expect("rebuild through the pooler");

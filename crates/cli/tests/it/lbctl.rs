@@ -157,7 +157,7 @@ async fn rebuild_builds_a_board_from_the_source() {
     let env = ledgerboard_testkit::TestEnv::<SharedOnly>::new(|_| {}).await;
     env.seed("weekly", 300, 900).await;
     let output = std::process::Command::new(LBCTL)
-        .args(["rebuild", "--board", "weekly"])
+        .args(["rebuild", "--board", "weekly", "--verify"])
         .env(
             "LEDGERBOARD__DATABASE__URL",
             env.settings.database.url.as_str(),
@@ -176,7 +176,8 @@ async fn rebuild_builds_a_board_from_the_source() {
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON report");
     assert_eq!(report["rows"], 300);
-    assert_eq!(report["catch_up"]["totals"]["current"], 300);
+    // --verify: the pass after the switch found every member current.
+    assert_eq!(report["verify"]["totals"]["current"], 300);
     assert_eq!(env.projection("weekly").await, env.source("weekly").await);
 
     let bad = std::process::Command::new(LBCTL)

@@ -1,7 +1,7 @@
 //! A rebuild's Redis side: a new generation of a board's keys (`:z:rebuild`, `:v:rebuild`,
 //! `:d:rebuild`, `:x:rebuild`, sealed by `:m:rebuild` while it is built), written chunk by chunk, then switched live in
 //! one atomic step and sealed; and the rebuild requests that readers and projectors leave for
-//! the reconciler. When to rebuild, under which lock, and the catch-up pass are the
+//! the reconciler. When to rebuild, under which lock, and the verifying pass are the
 //! reconciler's (`crates/reconciler/src/rebuild.rs`).
 //!
 //! The build's seal is written before the builder reads its first row from PostgreSQL. From
@@ -37,9 +37,10 @@ pub struct Build {
 
 impl Build {
     /// Deletes the leftovers of a build that died half-way, then writes the build's seal
-    /// (`gen`, `built_at`, a TTL of `ttl_ms`), in one MULTI/EXEC: from then on the projector
-    /// writes the new generation too. If the builder dies, the seal expires and the projector
-    /// stops writing the abandoned generation.
+    /// (`gen`, `built_at`, a TTL of `ttl_ms`, and `dense` when the board is read with dense
+    /// ranks: [`wants_distinct`]), in one MULTI/EXEC: from then on the projector writes the new
+    /// generation too. If the builder dies, the seal expires and the projector stops writing
+    /// the abandoned generation.
     pub async fn begin(
         store: &Store,
         board: &BoardId,
@@ -54,10 +55,22 @@ impl Build {
             keys.rebuild_meta(board),
         );
         let mut conn = store.connection().await?;
+        // Asked before the MULTI: the set is not board-tagged (another Cluster slot). A dense
+        // read that marks the board after this look asked for a rebuild too, served next.
+        let dense = wants_distinct(&mut conn, keys, board).await?;
         let generation = uuid::Uuid::new_v4().simple().to_string();
         let built_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
+        let mut seal = redis::cmd("HSET");
+        seal.arg(&meta)
+            .arg("gen")
+            .arg(&generation)
+            .arg("built_at")
+            .arg(built_at);
+        if dense {
+            seal.arg("dense").arg(1);
+        }
         redis::pipe()
             .atomic()
             .cmd("UNLINK")
@@ -67,12 +80,7 @@ impl Build {
             .arg(&metadata)
             .arg(&meta)
             .ignore()
-            .cmd("HSET")
-            .arg(&meta)
-            .arg("gen")
-            .arg(&generation)
-            .arg("built_at")
-            .arg(built_at)
+            .add_command(seal)
             .ignore()
             .cmd("PEXPIRE")
             .arg(&meta)
@@ -103,10 +111,16 @@ impl Build {
     /// member spelt with its key, its distinct tuple and metadata with it), and renews the
     /// build's seal; answers the rows written. An error when the build's seal is gone
     /// (`LBNOBUILD`: the build was abandoned).
+    ///
+    /// The rows go in sections laid out as Redis's bulk commands take them (the script's
+    /// header): (score, member) pairs, (user, stored value) pairs, then (user, metadata) for
+    /// the rows that have some, so a chunk that meets nothing in the new generation is written
+    /// with no work per row in Lua.
     pub async fn write_chunk<'a>(
         &mut self,
         rows: impl IntoIterator<Item = &'a SourceRow>,
     ) -> Result<i64, ReadModelError> {
+        let rows: Vec<&SourceRow> = rows.into_iter().collect();
         let mut call = REBUILD_CHUNK.prepare_invoke();
         call.key(&self.scores)
             .key(&self.versions)
@@ -114,13 +128,20 @@ impl Build {
             .key(&self.distinct)
             .key(&self.metadata)
             .key(&self.tombstones)
-            .arg(self.ttl_ms);
-        for row in rows {
+            .arg(self.ttl_ms)
+            .arg(rows.len());
+        for row in &rows {
+            call.arg(row.score)
+                .arg(member::member(&row.user_id, row.key));
+        }
+        for row in &rows {
             call.arg(&row.user_id)
-                .arg(row.score)
-                .arg(row.version)
-                .arg(member::key_text(&row.key))
-                .arg(row.metadata.as_deref().unwrap_or(""));
+                .arg(member::stored(row.version, row.key));
+        }
+        for row in &rows {
+            if let Some(metadata) = &row.metadata {
+                call.arg(&row.user_id).arg(metadata);
+            }
         }
         Ok(call.invoke_async::<i64>(&mut self.conn).await?)
     }
@@ -271,4 +292,45 @@ pub async fn request(
         .query_async(&mut conn)
         .await?;
     Ok(())
+}
+
+/// Marks `board` as read with dense ranks (its base board, so all its periods and cohorts):
+/// from its next rebuild on, its projection keeps the distinct scores. A dense read that finds
+/// a seal without `dcard` calls this before it falls back to PostgreSQL and asks for that
+/// rebuild; only a board with a seal is marked, so reads of made-up boards add nothing.
+pub async fn want_distinct(store: &Store, board: &BoardId) -> Result<(), ReadModelError> {
+    let mut conn = store.connection().await?;
+    let _: i64 = redis::cmd("SADD")
+        .arg(store.keys().dense_boards())
+        .arg(board.base().as_str())
+        .query_async(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// Whether `board` (its base board) was marked by [`want_distinct`].
+pub async fn wants_distinct<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    keys: &KeyLayout,
+    board: &BoardId,
+) -> Result<bool, ReadModelError> {
+    let member: i64 = redis::cmd("SISMEMBER")
+        .arg(keys.dense_boards())
+        .arg(board.base().as_str())
+        .query_async(conn)
+        .await?;
+    Ok(member == 1)
+}
+
+/// Whether `board` is marked dense ([`want_distinct`]) while its seal keeps no distinct scores
+/// (no `dcard`): its dense reads fall back, so the rebuild they asked for is needed however
+/// whole its members are.
+pub async fn distinct_missing(store: &Store, board: &BoardId) -> Result<bool, ReadModelError> {
+    let mut conn = store.connection().await?;
+    let dcard: Option<String> = redis::cmd("HGET")
+        .arg(store.keys().meta(board))
+        .arg("dcard")
+        .query_async(&mut conn)
+        .await?;
+    Ok(dcard.is_none() && wants_distinct(&mut conn, store.keys(), board).await?)
 }

@@ -64,20 +64,6 @@ pub async fn observe<'a>(
         .collect())
 }
 
-/// How many members the board's sorted set and version hash hold (`ZCARD`, `HLEN`).
-pub async fn member_counts(store: &Store, board: &BoardId) -> Result<(u64, u64), ReadModelError> {
-    let keys = store.keys();
-    let mut conn = store.connection().await?;
-    let counts: (u64, u64) = redis::pipe()
-        .cmd("ZCARD")
-        .arg(keys.scores(board))
-        .cmd("HLEN")
-        .arg(keys.versions(board))
-        .query_async(&mut conn)
-        .await?;
-    Ok(counts)
-}
-
 /// One half of a board's projection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Half {

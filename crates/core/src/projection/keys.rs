@@ -7,7 +7,8 @@
 //!                                                  the member's tie key, member.rs)
 //! <namespace>:lb:{<board>}:d          sorted set   the board's distinct scores (member: the
 //!                                                  score in decimal; score: the score), for
-//!                                                  dense ranks; the seal's `dcard` counts them
+//!                                                  dense ranks; the seal's `dcard` counts them;
+//!                                                  kept only while the seal has `dcard`
 //! <namespace>:lb:{<board>}:x          hash         user_id → the entry's metadata (JSON text),
 //!                                                  for entries that have some
 //! <namespace>:lb:{<board>}:t          hash         user_id → the version that hid the member
@@ -31,6 +32,8 @@
 //! <namespace>:lb:{<board>}:x:retired  hash         (same)
 //! <namespace>:reconciler:lock         string       the single-reconciler lock (owner token, TTL)
 //! <namespace>:rebuild:requests        set          boards a reader or projector found unsealed
+//! <namespace>:rebuild:dense           set          base boards read with dense ranks: their
+//!                                                  rebuilds keep :d (others keep none)
 //! <namespace>:live                    channel      pub/sub: '<sequence> <board>' per board a
 //!                                                  projection call changed (live updates)
 //! ```
@@ -67,6 +70,20 @@ impl KeyLayout {
 
     fn board_prefix(&self, board: &BoardId) -> String {
         format!("{}:lb:{{{}}}", self.namespace, board.as_str())
+    }
+
+    /// The keys `lua/read.lua` reads, in its `KEYS` order ([`Self::scores`], [`Self::versions`],
+    /// [`Self::meta`], [`Self::distinct`], [`Self::metadata`]), added to `cmd` from one
+    /// spelling of the board's prefix: every read sends them, and their ten `format!`s were
+    /// 2% of the api's CPU on `users/{id}`.
+    pub fn add_read_keys(&self, board: &BoardId, cmd: &mut redis::Cmd) {
+        let mut key = self.board_prefix(board);
+        let prefix = key.len();
+        for suffix in [":z", ":v", ":m", ":d", ":x"] {
+            key.truncate(prefix);
+            key.push_str(suffix);
+            cmd.arg(key.as_bytes());
+        }
     }
 
     /// The board's sorted set: member user id, score the absolute score.
@@ -179,6 +196,14 @@ impl KeyLayout {
         format!("{}:rebuild:requests", self.namespace)
     }
 
+    /// Boards read with dense ranks (their base board, so every period and cohort of it):
+    /// their rebuilds keep the distinct scores `:d`, which no other board pays for
+    /// (`generation.rs`). Added by a dense read that found a seal without `dcard`; never
+    /// removed. Not board-tagged.
+    pub fn dense_boards(&self) -> String {
+        format!("{}:rebuild:dense", self.namespace)
+    }
+
     /// Boards an operator asked to rebuild whatever their seal says (the console's "rebuild":
     /// a member edited in place keeps the seal's counts, so the seal alone would call the
     /// board whole and the reconciler would decline a plain request). Not board-tagged.
@@ -254,6 +279,20 @@ mod tests {
         let event = EventId::parse("6f9619ff-8b86-d011-b42d-00c04fc964ff").expect("event");
         assert_eq!(keys.scores(&board), "prod:lb:{s1}:z");
         assert_eq!(keys.versions(&board), "prod:lb:{s1}:v");
+        let mut read = redis::Cmd::new();
+        keys.add_read_keys(&board, &mut read);
+        let spelt = [
+            keys.scores(&board),
+            keys.versions(&board),
+            keys.meta(&board),
+            keys.distinct(&board),
+            keys.metadata(&board),
+        ];
+        let mut expected = redis::Cmd::new();
+        for key in &spelt {
+            expected.arg(key);
+        }
+        assert_eq!(read.get_packed_command(), expected.get_packed_command());
         assert_eq!(
             keys.event_marker(&board, &event),
             "prod:lb:{s1}:e:6f9619ff-8b86-d011-b42d-00c04fc964ff"

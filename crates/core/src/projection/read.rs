@@ -13,9 +13,10 @@
 //! lost or evicted alone is seen. Dense ranks also need `:d` whole: the seal's `dcard` present
 //! and equal to `ZCARD :d` (a seal written before `:d` existed has none).
 
+use super::generation;
 use super::keys::KeyLayout;
 use super::member;
-use super::scripts::READ;
+use super::scripts::{self, READ};
 use super::{ReadModelError, Store};
 use crate::model::{BoardId, Columns, Key, MemberStanding, UserId};
 use crate::model::{Order, Sort};
@@ -88,6 +89,24 @@ pub fn seal((card, zcard, hlen, xcard, xlen): SealCounts) -> Seal {
 /// not declined as whole. A seal written before `dcard` existed is judged without it, as a
 /// dense read judges it until a rebuild counts the distinct scores.
 pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadModelError> {
+    Ok(board_seal_and_sizes(store, board).await?.seal)
+}
+
+/// [`board_seal`], with the member counts it reads anyway: what the reconciler's walk compares
+/// with the source members it found (one round trip per board where it took two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealAndSizes {
+    pub seal: Seal,
+    /// `ZCARD :z`.
+    pub scores: u64,
+    /// `HLEN :v`.
+    pub versions: u64,
+}
+
+pub async fn board_seal_and_sizes(
+    store: &Store,
+    board: &BoardId,
+) -> Result<SealAndSizes, ReadModelError> {
     let mut conn = store.connection().await?;
     let keys = store.keys();
     let mut pipe = redis::pipe();
@@ -109,11 +128,15 @@ pub async fn board_seal(store: &Store, board: &BoardId) -> Result<Seal, ReadMode
         .arg(keys.distinct(board))
         .query_async(&mut conn)
         .await?;
-    let s = seal((card, zcard, hlen, xcard, xlen));
-    if s == Seal::Whole && dcard.is_some_and(|d| d.parse::<u64>().ok() != Some(dzcard)) {
-        return Ok(Seal::Broken);
+    let mut seal = seal((card, zcard, hlen, xcard, xlen));
+    if seal == Seal::Whole && dcard.is_some_and(|d| d.parse::<u64>().ok() != Some(dzcard)) {
+        seal = Seal::Broken;
     }
-    Ok(s)
+    Ok(SealAndSizes {
+        seal,
+        scores: zcard,
+        versions: hlen,
+    })
 }
 
 /// The board's order as its seal states it (`order`, written by the rebuild's switch), for a
@@ -129,7 +152,7 @@ pub async fn sealed_order(store: &Store, board: &BoardId) -> Result<Option<Order
     Ok(raw.as_deref().and_then(Order::decode))
 }
 
-/// The seal's replies as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
+/// The seal's fields as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
 /// `HGET :m dcard`, `ZCARD :d`, `HGET :m xcard`, `HLEN :x`.
 type SealReply = (
     Option<String>,
@@ -140,6 +163,58 @@ type SealReply = (
     Option<String>,
     u64,
 );
+
+/// [`SealReply`] from the script's one string of seven fields ('-' for a field `:m` lacks).
+fn seal_reply(text: &str) -> Result<SealReply, ReadModelError> {
+    let bad = || ReadModelError::Reply(format!("not a seal: {text:?}"));
+    let mut fields = text.split(' ');
+    let mut next = || fields.next().ok_or_else(bad);
+    let held = |f: &str| (f != "-").then(|| f.to_owned());
+    let count = |f: &str| f.parse::<u64>().map_err(|_| bad());
+    let reply = (
+        held(next()?),
+        count(next()?)?,
+        count(next()?)?,
+        held(next()?),
+        count(next()?)?,
+        held(next()?),
+        count(next()?)?,
+    );
+    if fields.next().is_some() {
+        return Err(bad());
+    }
+    Ok(reply)
+}
+
+/// `N` counts from one of the script's strings of counts, spaces between.
+fn counts<const N: usize>(text: &str) -> Result<[u64; N], ReadModelError> {
+    let bad = || ReadModelError::Reply(format!("not {N} counts: {text:?}"));
+    let mut out = [0; N];
+    let mut fields = text.split(' ');
+    for slot in &mut out {
+        *slot = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+    }
+    if fields.next().is_some() {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// A dense read of a board whose seal has no `dcard` (its projection keeps no distinct
+/// scores: only boards read with dense ranks do) marks the board, so that the rebuild this
+/// read asks for (judged broken) keeps them. A seal must exist: a board without one may not
+/// exist at all, and a made-up name must not grow the set.
+async fn want_distinct_if_unkept(
+    store: &Store,
+    board: &BoardId,
+    (card, _, _, dcard, ..): &SealReply,
+    mode: RankMode,
+) -> Result<(), ReadModelError> {
+    if mode == RankMode::Dense && card.is_some() && dcard.is_none() {
+        generation::want_distinct(store, board).await?;
+    }
+    Ok(())
+}
 
 /// The seal for a read in `mode`: as [`seal`], and for dense ranks also `dcard` == `ZCARD :d`
 /// (else the distinct scores cannot be trusted: broken, so the read falls back and asks for a
@@ -155,30 +230,25 @@ fn judge((card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply, mode: RankM
     s
 }
 
-/// A page reply: first row's position, better, dense_better, found, flat members and scores,
+/// A page reply: the seal, 'start better dense_better found', flat members and scores,
 /// metadata per row.
-type PageReply = (u64, u64, u64, u64, Vec<String>, Vec<Option<String>>);
+type PageReply = (String, String, Vec<String>, Vec<Option<String>>);
 
-fn invocation<'a>(
-    store: &'a Store,
+fn invocation(
+    store: &Store,
     board: &BoardId,
     order: Order,
     what: &str,
     mode: RankMode,
-) -> redis::ScriptInvocation<'a> {
-    let keys = store.keys();
-    let mut call = READ.prepare_invoke();
-    call.key(keys.scores(board))
-        .key(keys.versions(board))
-        .key(keys.meta(board))
-        .key(keys.distinct(board))
-        .key(keys.metadata(board))
-        .arg(match order.sort {
-            Sort::Descending => "desc",
-            Sort::Ascending => "asc",
-        })
-        .arg(what)
-        .arg(if mode == RankMode::Dense { "1" } else { "0" });
+) -> redis::Cmd {
+    let mut call = scripts::evalsha_cmd(&READ, 5);
+    store.keys().add_read_keys(board, &mut call);
+    call.arg(match order.sort {
+        Sort::Descending => "desc",
+        Sort::Ascending => "asc",
+    })
+    .arg(what)
+    .arg(if mode == RankMode::Dense { "1" } else { "0" });
     call
 }
 
@@ -191,15 +261,19 @@ fn score_of(text: &str) -> Result<i64, ReadModelError> {
 
 async fn page(
     store: &Store,
-    call: redis::ScriptInvocation<'_>,
+    board: &BoardId,
+    call: redis::Cmd,
     mode: RankMode,
     columns: Columns,
     limit: Option<u64>,
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut conn = store.read_connection().await?;
-    let (seal_reply, (start, better, dense_better, found, flat, meta)): (SealReply, PageReply) =
-        call.invoke_async(&mut conn).await?;
+    let (seal_text, page_counts, flat, meta): PageReply =
+        scripts::send_script(&mut conn, &READ, &call).await?;
+    let seal_reply = seal_reply(&seal_text)?;
+    let [start, better, dense_better, found] = counts(&page_counts)?;
     let total = seal_reply.1;
+    want_distinct_if_unkept(store, board, &seal_reply, mode).await?;
     let seal = judge(seal_reply, mode);
     if found == 0 {
         return Ok(Sealed { value: None, seal });
@@ -242,7 +316,7 @@ pub async fn top(
 ) -> Result<Sealed<Page>, ReadModelError> {
     let mut call = invocation(store, board, order, "offset", mode);
     call.arg(limit).arg(offset);
-    let p = page(store, call, mode, order.columns, Some(limit)).await?;
+    let p = page(store, board, call, mode, order.columns, Some(limit)).await?;
     Ok(Sealed {
         value: p.value.unwrap_or_else(|| empty(mode)),
         seal: p.seal,
@@ -264,7 +338,7 @@ pub async fn after(
     call.arg(limit)
         .arg(cursor.score)
         .arg(member::member(&cursor.user_id, cursor.key));
-    let p = page(store, call, mode, order.columns, Some(limit)).await?;
+    let p = page(store, board, call, mode, order.columns, Some(limit)).await?;
     Ok(Sealed {
         value: p.value.unwrap_or_else(|| empty(mode)),
         seal: p.seal,
@@ -292,19 +366,12 @@ pub async fn around(
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut call = invocation(store, board, order, "around", mode);
     call.arg(radius).arg(user.as_str());
-    page(store, call, mode, order.columns, None).await
+    page(store, board, call, mode, order.columns, None).await
 }
 
-/// One user's reply of the `users` read: score, stored `:v` value, position, better,
-/// dense_better, metadata.
-type UserReply = (
-    Option<String>,
-    Option<String>,
-    Option<u64>,
-    Option<u64>,
-    Option<u64>,
-    Option<String>,
-);
+/// One user's reply of the `users` read: 'score position better dense_better' (none for a
+/// user not on the board), stored `:v` value, metadata.
+type UserReply = (Option<String>, Option<String>, Option<String>);
 
 /// The members among `users` that are on the board, in board order, each with its rank: one
 /// script call for all of them.
@@ -320,16 +387,23 @@ pub async fn users(
         call.arg(u.as_str());
     }
     let mut conn = store.read_connection().await?;
-    let (seal_reply, rows): (SealReply, Vec<UserReply>) = call.invoke_async(&mut conn).await?;
+    let (seal_text, rows): (String, Vec<UserReply>) =
+        scripts::send_script(&mut conn, &READ, &call).await?;
+    let seal_reply = seal_reply(&seal_text)?;
     let total = seal_reply.1;
+    want_distinct_if_unkept(store, board, &seal_reply, mode).await?;
     let seal = judge(seal_reply, mode);
     let mut found = Vec::with_capacity(rows.len());
-    for (user, (score, stored, at, better, dense_better, meta)) in users.iter().zip(rows) {
-        let Some(score) = score else { continue };
+    for (user, (standing, stored, meta)) in users.iter().zip(rows) {
+        let Some(standing) = standing else { continue };
+        let (score, places) = standing
+            .split_once(' ')
+            .ok_or_else(|| ReadModelError::Reply(format!("not a standing: {standing:?}")))?;
+        let [at, better, dense_better] = counts(places)?;
         let bases = Bases {
-            ordinal: at.unwrap_or(0) + 1,
-            competition: better.unwrap_or(0) + 1,
-            dense: (mode == RankMode::Dense).then(|| dense_better.unwrap_or(0) + 1),
+            ordinal: at + 1,
+            competition: better + 1,
+            dense: (mode == RankMode::Dense).then_some(dense_better + 1),
         };
         // A score without a parsable version (the version hash lost or edited) shows 0, and
         // its other columns as 0 (the seal says the board is not whole then).
@@ -346,7 +420,7 @@ pub async fn users(
                     bases,
                     order.columns,
                     user.as_str().to_owned(),
-                    score_of(&score)?,
+                    score_of(score)?,
                     key,
                     meta,
                 ),
@@ -378,4 +452,41 @@ pub async fn member(
         value: (s.value.members.into_iter().next(), s.value.total),
         seal: s.seal,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seal_string_reads_as_its_seven_fields() {
+        assert_eq!(
+            seal_reply("5 5 5 - 0 2 2").ok(),
+            Some((Some("5".into()), 5, 5, None, 0, Some("2".into()), 2))
+        );
+        // A count edited by hand: spelt 'x' by the script, a count that does not parse.
+        let edited = seal_reply("x 5 5 - 0 - 0").ok();
+        assert_eq!(
+            judge(edited.expect("seven fields"), RankMode::Ordinal),
+            Seal::Broken
+        );
+        assert_eq!(
+            judge(
+                seal_reply("- 0 0 - 0 - 0").expect("seven fields"),
+                RankMode::Ordinal
+            ),
+            Seal::Missing
+        );
+        for bad in ["", "5 5 5 - 0 2", "5 5 5 - 0 2 2 9", "5 five 5 - 0 2 2"] {
+            assert!(seal_reply(bad).is_err(), "{bad:?} read as a seal");
+        }
+    }
+
+    #[test]
+    fn a_string_of_counts_reads_as_exactly_its_counts() {
+        assert_eq!(counts::<4>("0 7 3 1").ok(), Some([0, 7, 3, 1]));
+        for bad in ["0 7 3", "0 7 3 1 1", "0 -7 3 1", ""] {
+            assert!(counts::<4>(bad).is_err(), "{bad:?} read as four counts");
+        }
+    }
 }

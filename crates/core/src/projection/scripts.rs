@@ -9,7 +9,7 @@
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{FromRedisValue, Pipeline, RedisResult, Script};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisResult, Script};
 
 /// `lua/prelude.lua`, `lua/members.lua` (the spelling of members and the distinct-scores
 /// helper), `lua/place.lua` (writing one member with its distinct score and metadata), then
@@ -84,6 +84,33 @@ pub fn evalsha<'a>(pipe: &'a mut Pipeline, script: &Script, keys: &[&str]) -> &'
         cmd.arg(*key);
     }
     cmd
+}
+
+/// One EVALSHA call of `script` with `keys` keys, as a command alone (the reads): chain
+/// `.arg(..)` for its keys, then its arguments, and send it with [`send_script`]. The keys are
+/// written straight into the command: `redis::ScriptInvocation` copies each key and argument
+/// into a buffer of its own first, then into the command.
+pub fn evalsha_cmd(script: &Script, keys: usize) -> Cmd {
+    let mut cmd = Cmd::with_capacity(3 + keys + 4, 256);
+    cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
+    cmd
+}
+
+/// Sends `cmd` (an [`evalsha_cmd`] of `script`); after a NOSCRIPT (a Redis restarted or
+/// failed over has an empty script cache) loads `script` and sends it once more.
+pub async fn send_script<C: ConnectionLike, T: FromRedisValue>(
+    conn: &mut C,
+    script: &Script,
+    cmd: &Cmd,
+) -> RedisResult<T> {
+    match cmd.query_async(conn).await {
+        Err(e) if e.code() == Some("NOSCRIPT") => {
+            tracing::info!("a script is missing from Redis (restart or failover?): loading it");
+            script.prepare_invoke().load_async(conn).await?;
+            cmd.query_async(conn).await
+        }
+        reply => reply,
+    }
 }
 
 /// Sends a pipeline of EVALSHA calls of `script` (built with [`evalsha`], with

@@ -48,6 +48,10 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
         keys.rebuild_distinct(&board),
         keys.rebuild_metadata(&board),
     );
+    // A board read with dense ranks: the build keeps its distinct scores.
+    ledgerboard_core::projection::generation::want_distinct(&store, &board)
+        .await
+        .expect("mark dense");
     let mut build = Build::begin(&store, &board, 60_000).await.expect("begin");
     let mut conn = store.connection().await.expect("connection");
 
@@ -66,6 +70,9 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
         .zadd(&d, "333", 333)
         // Hidden by a newer version since the chunk was read: not written.
         .hset(keys.tombstones(&board), "u-hidden", "5")
+        // As the projector marks the build's seal when it writes there (project.lua): the
+        // chunk looks its users' versions up only then.
+        .hset(keys.rebuild_meta(&board), "touched", 3)
         .query_async(&mut conn)
         .await
         .expect("seed the generation");
@@ -153,4 +160,59 @@ async fn a_chunk_writes_absent_members_in_bulk_and_present_ones_by_their_version
             "{user}"
         );
     }
+}
+
+/// A version the projector wrote to the new generation while it is built (its double write,
+/// `lua/project.lua`) is never replaced by an older one that a chunk read from PostgreSQL
+/// before that version committed: the projector marks the build's seal (`touched`), and from
+/// then on each chunk looks its users' versions up. Fails if project.lua does not mark the
+/// seal: the chunk then goes in as one bulk write over alice's version 7.
+#[tokio::test]
+async fn a_chunk_read_before_a_projected_row_never_replaces_its_newer_version() {
+    use ledgerboard_core::model::{EventId, ProjectionEntry, UserId};
+    let redis = TestRedis::new();
+    let store = store(&redis);
+    let board = BoardId::parse("weekly").expect("board id");
+    let keys = store.keys();
+    let mut build = Build::begin(&store, &board, 60_000).await.expect("begin");
+    let projected = ProjectionEntry {
+        outbox_id: 0,
+        event_id: EventId::parse(&uuid::Uuid::new_v4().to_string()).expect("event"),
+        board: board.clone(),
+        user_id: UserId::parse("alice").expect("user"),
+        score: 700,
+        version: 7,
+        key: Default::default(),
+        metadata: None,
+        change: Default::default(),
+    };
+    let outcomes = ledgerboard_core::projection::apply_batch(
+        &store,
+        &[projected],
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("the projector's batch");
+    assert_eq!(outcomes.len(), 1);
+    // The chunk read alice at version 6, before version 7 committed; bob is new.
+    let chunk = [row("alice", 600, 6, 0, None), row("bob", 500, 2, 0, None)];
+    let written = build.write_chunk(chunk.iter()).await.expect("chunk");
+    assert_eq!(written, 1, "only bob is written");
+    let mut conn = store.connection().await.expect("connection");
+    let versions: BTreeMap<String, String> = conn
+        .hgetall(keys.rebuild_versions(&board))
+        .await
+        .expect("versions");
+    let scores: Vec<(String, f64)> = conn
+        .zrange_withscores(keys.rebuild_scores(&board), 0, -1)
+        .await
+        .expect("scores");
+    assert_eq!(
+        versions,
+        BTreeMap::from([("alice".into(), "7".into()), ("bob".into(), "2".into())])
+    );
+    assert_eq!(
+        scores,
+        vec![("bob".to_owned(), 500.0), ("alice".to_owned(), 700.0)]
+    );
 }

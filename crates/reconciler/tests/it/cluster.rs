@@ -52,18 +52,19 @@ async fn reconcile_and_rebuild_work_on_a_cluster() {
     assert_eq!((report.totals.missing, report.totals.repaired), (1, 1));
     assert_eq!(env.projection("b").await, env.source("b").await);
 
-    // An online rebuild: build, switch (one script over the board's keys), catch-up pass.
+    // An online rebuild: build, switch (one script over the board's keys), verifying pass.
     let rebuilt = rebuild::rebuild(
         &env.database(),
         &env.store(),
         &env.settings,
         &b,
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::Pass,
     )
     .await
     .expect("rebuild");
     assert_eq!(rebuilt.rows, 300);
-    assert!(rebuilt.catch_up.completed);
+    assert!(rebuilt.verify.as_ref().is_some_and(|p| p.completed));
     assert_eq!(env.projection("b").await, env.source("b").await);
 
     // The board's slot moves; the next pass reads and judges it on its new master.

@@ -73,13 +73,18 @@ async fn run(env: &TestEnv, id: Uuid, action: Action, reason: &str) -> serde_jso
     done.result
 }
 
+/// A rebuild of `b` as a board read with dense ranks (every test here reads all three modes).
 async fn rebuild_board(env: &TestEnv, b: &str) {
+    ledgerboard_core::projection::generation::want_distinct(&env.store(), &board(b))
+        .await
+        .expect("mark dense");
     rebuild::rebuild(
         &env.database(),
         &env.store(),
         &env.settings,
         &board(b),
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::No,
     )
     .await
     .expect("rebuild");

@@ -223,6 +223,7 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
         &env.settings,
         &board,
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::Pass,
     )
     .await
     .expect("rebuild");
@@ -230,7 +231,10 @@ async fn a_rebuild_under_concurrent_writes_ends_equal_to_the_source() {
     let commands = writer.await.expect("writer");
     assert!(commands > 0, "no command ran during the rebuild");
     assert!(report.rows >= 3_000, "{report:?}");
-    assert!(report.catch_up.completed, "{report:?}");
+    assert!(
+        report.verify.as_ref().is_some_and(|p| p.completed),
+        "{report:?}"
+    );
     assert!(env.wait_drained(Duration::from_secs(30)).await);
     cancel.cancel();
     projector.await.expect("projector stops");
@@ -324,6 +328,7 @@ async fn rebuilds_never_show_a_reader_an_older_version() {
             &env.settings,
             &board,
             Duration::from_secs(30),
+            ledgerboard_reconciler::rebuild::Verify::No,
         )
         .await
         .expect("rebuild")

@@ -211,6 +211,7 @@ async fn the_reconcilers_scripts_are_reloaded_after_the_script_cache_is_emptied(
         &env.settings,
         &BoardId::parse("b").expect("board"),
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::No,
     )
     .await
     .expect("rebuild after SCRIPT FLUSH");
@@ -238,7 +239,17 @@ async fn a_rebuild_that_died_half_way_is_cleaned_up_by_the_next_one() {
     let (db, settings, rebuilding) = (env.database(), env.settings.clone(), board.clone());
     let first = tokio::spawn({
         let store = store.clone();
-        async move { rebuild(&db, &store, &settings, &rebuilding, Duration::from_secs(10)).await }
+        async move {
+            rebuild(
+                &db,
+                &store,
+                &settings,
+                &rebuilding,
+                Duration::from_secs(10),
+                ledgerboard_reconciler::rebuild::Verify::No,
+            )
+            .await
+        }
     });
     let mut conn = redis_conn(&env).await;
     while zcard(&mut conn, &keys.rebuild_scores(&board)).await < 50 {
@@ -279,11 +290,16 @@ async fn a_rebuild_that_died_half_way_is_cleaned_up_by_the_next_one() {
         &env.settings,
         &board,
         Duration::from_secs(10),
+        ledgerboard_reconciler::rebuild::Verify::Pass,
     )
     .await
     .expect("the next rebuild");
     assert_eq!(report.rows, 3_000);
-    assert!(report.catch_up.completed, "{:?}", report.catch_up);
+    assert!(
+        report.verify.as_ref().is_some_and(|p| p.completed),
+        "{:?}",
+        report.verify
+    );
     assert_eq!(env.projection("b").await, env.source("b").await);
     let generations = [
         keys.rebuild_scores(&board),

@@ -9,15 +9,18 @@ async fn a_competition_is_declared_listed_and_shown() {
     let (ok, _, err) = lbctl(&db, &["migrate"]);
     assert!(ok, "{err}");
     let client = db.client().await;
-    // The window's end from the database clock: an hour from now (it starts at the next second).
+    // The window from the database clock: from ten minutes to an hour from now, so it is
+    // still upcoming however slowly the commands below run (from the next second, as without
+    // --starts-at, it had opened by the create's answer on a loaded CI machine).
     let row = client
         .query_one(
-            "SELECT to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+            "SELECT to_char((now() + interval '10 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+                    to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
             &[],
         )
         .await
         .expect("the window");
-    let ends: String = row.get(0);
+    let (starts, ends): (String, String) = (row.get(0), row.get(1));
     let create = |id: &str| {
         lbctl(
             &db,
@@ -26,6 +29,8 @@ async fn a_competition_is_declared_listed_and_shown() {
                 "create",
                 "--id",
                 id,
+                "--starts-at",
+                &starts,
                 "--ends-at",
                 &ends,
                 "--max-size",

@@ -263,7 +263,7 @@ async fn the_reconciler_removes_a_hidden_member_found_in_redis_and_the_rebuild_l
 }
 
 /// A board whose every entry is hidden exists and is empty: its rebuild seals it (card 0), and
-/// its catch-up asks for nothing more. Found by the chaos run: left unsealed, each catch-up asked
+/// nothing asks for it again. Found by the chaos run: left unsealed, each pass asked
 /// for the same rebuild again, every 280 ms for good.
 #[tokio::test]
 async fn a_board_whose_every_entry_is_hidden_is_rebuilt_sealed_once() {
@@ -296,7 +296,7 @@ async fn a_board_whose_every_entry_is_hidden_is_rebuilt_sealed_once() {
     );
     assert!(
         !requested(&env).await.contains(&"hid".to_owned()),
-        "the catch-up asked for the rebuild again"
+        "the rebuild left a request for another"
     );
 }
 
