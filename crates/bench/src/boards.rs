@@ -18,6 +18,7 @@ use ledgerboard_testkit::{TestDb, TestRedis, seed_skewed_boards};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::cpu::{Cpu, Meter};
 use crate::projector::{reset_outbox, start_replica, wait_delivered};
 use crate::reconciler::{binary, measure};
 
@@ -31,8 +32,12 @@ pub struct ModeFigures {
     pub mode: String,
     pub drain_seconds: f64,
     pub drain_rows_per_s: f64,
+    /// CPU per drained row (µs by process: the replicas run in this process, `ours`).
+    pub drain_cpu_us: Cpu,
     pub pass_seconds: f64,
     pub pass_boards: u64,
+    /// CPU per board the pass visited (µs by process: the reconciler under `tools`).
+    pub pass_cpu_us_per_board: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -124,12 +129,14 @@ async fn drain_and_pass(
     boards: i64,
 ) -> anyhow::Result<ModeFigures> {
     let cancel = CancellationToken::new();
+    let meter = Meter::start();
     let started = Instant::now();
     let handles: Vec<_> = (0..REPLICAS)
         .map(|_| start_replica(settings, &cancel))
         .collect::<anyhow::Result<_>>()?;
     wait_delivered(&handles, rows as u64, Duration::from_secs(600)).await?;
     let drain_seconds = started.elapsed().as_secs_f64();
+    let drain_cpu_us = meter.stop().per(rows as f64);
     cancel.cancel();
     for (_, h) in handles {
         h.await?;
@@ -144,7 +151,13 @@ async fn drain_and_pass(
     anyhow::ensure!(pending == 0, "{pending} rows left unpublished ({mode})");
 
     let env = crate::settings::daemon_env(settings);
-    let (pass, report) = measure(&binary("ledgerboard-reconciler")?, &["--once"], &env, rows)?;
+    // Measured per board (its CPU per unit below): a walk over many boards costs by board.
+    let (pass, report) = measure(
+        &binary("ledgerboard-reconciler")?,
+        &["--once"],
+        &env,
+        boards,
+    )?;
     let pass_boards = report["boards_visited"].as_u64().unwrap_or(0);
     anyhow::ensure!(
         pass_boards == boards as u64,
@@ -161,8 +174,10 @@ async fn drain_and_pass(
         mode: mode.to_owned(),
         drain_seconds,
         drain_rows_per_s: rows as f64 / drain_seconds,
+        drain_cpu_us,
         pass_seconds: pass.seconds,
         pass_boards,
+        pass_cpu_us_per_board: pass.cpu_us,
     })
 }
 

@@ -14,6 +14,7 @@ use ledgerboard_core::db::Database;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::cpu::Meter;
 use crate::load::percentile;
 use crate::pgbench;
 
@@ -25,6 +26,10 @@ pub struct CostRun {
     pub off_p50_ms: f64,
     /// Events the sequencer moved into the log during the "on" run.
     pub sequenced: i64,
+    /// PostgreSQL's CPU per transaction (µs), with the event (the sequencer's work included)
+    /// and without.
+    pub on_postgres_cpu_us: f64,
+    pub off_postgres_cpu_us: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -53,7 +58,9 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
         for _ in 0..repeats {
             eprintln!("events: the command statement without its event, {clients} client(s)");
             let (db, _redis, _) = crate::settings::fresh().await?;
+            let meter = Meter::start();
             let off_run = pgbench::run_timed(&db.url, &off, clients, seconds)?;
+            let off_cpu = meter.stop().per(off_run.latencies_ms.len() as f64);
             drop(db);
             eprintln!("events: the command statement with its event, {clients} client(s)");
             let (db, _redis, settings) = crate::settings::fresh().await?;
@@ -73,12 +80,14 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
             });
             let url = db.url.clone();
             let on_script = on.clone();
+            let meter = Meter::start();
             let on_run = tokio::task::spawn_blocking(move || {
                 pgbench::run_timed(&url, &on_script, clients, seconds)
             })
             .await??;
             stop.cancel();
             sequencer.await??;
+            let on_cpu = meter.stop().per(on_run.latencies_ms.len() as f64);
             ledgerboard_core::events::sequence::sequence_all(&pool).await?;
             let sequenced = ledgerboard_core::events::feed::bounds(&pool).await?.last;
             runs.push(CostRun {
@@ -87,6 +96,8 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
                 on_p50_ms: percentile(&on_run.latencies_ms, 0.5),
                 off_p50_ms: percentile(&off_run.latencies_ms, 0.5),
                 sequenced,
+                on_postgres_cpu_us: on_cpu.postgres,
+                off_postgres_cpu_us: off_cpu.postgres,
             });
         }
         cost.push(CostLevel { clients, runs });

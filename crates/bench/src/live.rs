@@ -33,6 +33,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+use crate::cpu::{Cpu, Meter};
 use crate::projector::{start_replica, wait_delivered};
 use crate::reconciler::{binary, status_kb};
 
@@ -43,6 +44,8 @@ pub struct TopDrain {
     pub top_n: usize,
     pub rows: i64,
     pub rows_per_s: f64,
+    /// CPU per drained row (µs by process: the replica runs in this process, `ours`).
+    pub cpu_us: Cpu,
     /// `rank.top_changed` events the drain queued.
     pub events: u64,
 }
@@ -109,11 +112,13 @@ async fn drain(quick: bool, top_n: usize) -> anyhow::Result<TopDrain> {
     // Statistics for the claim's plan, as the projector section's drains have them.
     crate::projector::reset_outbox(&client).await?;
     let cancel = CancellationToken::new();
+    let meter = Meter::start();
     let started = Instant::now();
     let replica = start_replica(&settings, &cancel)?;
     let replicas = [replica];
     wait_delivered(&replicas, rows as u64, Duration::from_secs(600)).await?;
     let secs = started.elapsed().as_secs_f64();
+    let cpu_us = meter.stop().per(rows as f64);
     let events = replicas[0].0.snapshot().top_changed;
     cancel.cancel();
     let [(_, handle)] = replicas;
@@ -122,6 +127,7 @@ async fn drain(quick: bool, top_n: usize) -> anyhow::Result<TopDrain> {
         top_n,
         rows,
         rows_per_s: rows as f64 / secs,
+        cpu_us,
         events,
     })
 }

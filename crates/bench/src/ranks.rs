@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ledgerboard_core::model::BoardId;
-use ledgerboard_core::projection::Store;
+use ledgerboard_core::projection::{Store, generation};
 use serde::Serialize;
 
 use crate::api::Stack;
@@ -339,6 +339,12 @@ async fn seed(stack: &Stack) -> anyhow::Result<()> {
             &[&COLUMNS_BOARD, &(users() as i64), &SCORES],
         )
         .await?;
+    // Both are read with dense ranks below: marked as their first dense read would mark them,
+    // so their rebuilds keep the distinct scores (only such boards keep them).
+    let store = Store::connect(&stack.settings.redis)?;
+    for board in [BOARD, COLUMNS_BOARD] {
+        generation::want_distinct(&store, &BoardId::parse(board)?).await?;
+    }
     stack.rebuild(BOARD)?;
     stack.rebuild(COLUMNS_BOARD)
 }

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::Stack;
 use crate::commands::command_request;
+use crate::cpu::{Cpu, Meter};
 use crate::load::{self, Connection, percentile};
 
 const CLIENTS: usize = 16;
@@ -39,6 +40,9 @@ pub struct Burst {
     pub commands_per_s: f64,
     pub deliveries: u64,
     pub deliveries_per_s: f64,
+    /// CPU per delivery, its command included (µs by process: the api, the dispatcher and
+    /// the receiver run in this process, `ours`; the load tool under `load`).
+    pub cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -163,6 +167,7 @@ impl Rig {
 
 async fn burst(subscriptions: usize, seconds: f64) -> anyhow::Result<Burst> {
     let rig = Rig::start(subscriptions).await?;
+    let meter = Meter::start();
     let started = Instant::now();
     let load = load::closed_loop(
         rig.stack.addr,
@@ -174,6 +179,7 @@ async fn burst(subscriptions: usize, seconds: f64) -> anyhow::Result<Burst> {
     .await?;
     let deliveries = load.requests * subscriptions as u64;
     rig.wait_for(deliveries, Duration::from_secs(300)).await?;
+    let cpu_us = meter.stop().per(deliveries as f64);
     let last = lock(&rig.received).last.unwrap_or_else(Instant::now);
     rig.stop().await?;
     Ok(Burst {
@@ -181,6 +187,7 @@ async fn burst(subscriptions: usize, seconds: f64) -> anyhow::Result<Burst> {
         commands_per_s: load.per_s(),
         deliveries,
         deliveries_per_s: deliveries as f64 / (last - started).as_secs_f64(),
+        cpu_us,
     })
 }
 

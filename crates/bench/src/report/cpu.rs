@@ -19,8 +19,9 @@ struct Line {
 impl Report {
     pub(super) fn cpu_table(&self) -> String {
         let lines = self.cpu_lines();
+        // A run of sections that have no limit (`--only boards,live`) still reports theirs.
         if lines.is_empty() {
-            return String::new();
+            return self.cpu_alone_table();
         }
         let mut out = String::from(
             "## CPU per unit of work (µs of user + system time, ours ÷ limit)\n\n\
@@ -114,6 +115,73 @@ impl Report {
             }
             for c in &g.commands {
                 lines.push((format!("command over {} boards", c.boards), c.cpu_us, "api"));
+            }
+        }
+        if let Some(b) = &self.boards {
+            for m in &b.modes {
+                lines.push((
+                    format!("row drained over {} boards, {}", b.boards, m.mode),
+                    m.drain_cpu_us,
+                    "projector replicas",
+                ));
+                lines.push((
+                    format!(
+                        "board visited by a pass over {} boards, {}",
+                        b.boards, m.mode
+                    ),
+                    m.pass_cpu_us_per_board,
+                    "the reconciler (tools)",
+                ));
+            }
+        }
+        if let Some(l) = &self.live {
+            for d in &l.projector {
+                lines.push((
+                    format!("row drained, events.top_n = {}", d.top_n),
+                    d.cpu_us,
+                    "projector replica",
+                ));
+            }
+        }
+        if let Some(e) = &self.events {
+            for level in &e.cost {
+                let mean = |f: fn(&crate::events::CostRun) -> f64| {
+                    level.runs.iter().map(f).sum::<f64>() / level.runs.len().max(1) as f64
+                };
+                for (what, us, counts) in [
+                    (
+                        "with its event",
+                        mean(|r| r.on_postgres_cpu_us),
+                        "PostgreSQL alone, the sequencer's work included",
+                    ),
+                    (
+                        "without its event",
+                        mean(|r| r.off_postgres_cpu_us),
+                        "PostgreSQL alone",
+                    ),
+                ] {
+                    lines.push((
+                        format!(
+                            "pgbench command statement {what}, {} client(s)",
+                            level.clients
+                        ),
+                        crate::cpu::Cpu {
+                            postgres: us,
+                            ..Default::default()
+                        },
+                        counts,
+                    ));
+                }
+            }
+            for level in &e.webhooks.levels {
+                lines.push((
+                    format!(
+                        "webhook delivery, {} subscription(s), its command included",
+                        level.subscriptions
+                    ),
+                    level.burst.cpu_us,
+                    "api + dispatcher + receiver",
+                ));
             }
         }
         if lines.is_empty() {

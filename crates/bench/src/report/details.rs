@@ -78,18 +78,23 @@ impl Report {
 
     /// Many boards, on one Redis and on a cluster, beside the one-board drain.
     fn boards_table(&self, b: &BoardsFigures) -> String {
-        // 0 (a ratio of inf) when the projector section did not run.
+        // None when the projector section did not run in this report: no ratio is printed.
         let one_board = self
             .projector
             .iter()
             .flat_map(|p| &p.drains)
             .find(|d| d.replicas == b.replicas)
-            .map_or(0.0, |d| d.rows_per_s);
+            .map(|d| d.rows_per_s)
+            .filter(|r| *r > 0.0);
+        let one_board_head = one_board.map_or_else(
+            || "not measured: the projector section did not run".to_owned(),
+            |r| format!("{r:.0} rows/s"),
+        );
         let mut out = format!(
             "\n{} boards ({} rows: 5 hot boards take all but one row in {}, the other boards one row each), \
              {} projector replicas, then one `ledgerboard-reconciler --once` over every board:\n\n\
-             | Redis | drain | drain ÷ one-board drain ({:.0} rows/s) | reconcile pass |\n|---|---|---|---|\n",
-            b.boards, b.rows, b.cold_every, b.replicas, one_board
+             | Redis | drain | drain ÷ one-board drain ({one_board_head}) | reconcile pass |\n|---|---|---|---|\n",
+            b.boards, b.rows, b.cold_every, b.replicas
         );
         for m in &b.modes {
             out.push_str(&row(&[
@@ -98,7 +103,10 @@ impl Report {
                     "{:.0} rows/s ({:.1} s)",
                     m.drain_rows_per_s, m.drain_seconds
                 ),
-                format!("{:.2}", m.drain_rows_per_s / one_board),
+                one_board.map_or_else(
+                    || "–".to_owned(),
+                    |r| format!("{:.2}", m.drain_rows_per_s / r),
+                ),
                 format!("{:.1} s for {} boards", m.pass_seconds, m.pass_boards),
             ]));
         }
