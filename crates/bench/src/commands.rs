@@ -31,6 +31,11 @@ pub struct CommandFigures {
     pub cpu_us: Cpu,
     /// CPU per pgbench statement (µs: PostgreSQL's backends, pgbench itself under `tools`).
     pub pgbench_cpu_us: Cpu,
+    /// The same api's HTTP ceiling at the same client count (an unknown path: 404 from the
+    /// same router, middleware and load tool, no database): the HTTP hop's own latency, which
+    /// a command adds to its statement's.
+    pub ceiling_p50_ms: f64,
+    pub ceiling_cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,6 +84,15 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             command_request,
         )
         .await?;
+        eprintln!("the same api's HTTP ceiling (404 of an unknown path), {clients} client(s)");
+        let ceiling = load::closed_loop(
+            stack.addr,
+            clients,
+            Duration::from_secs_f64(seconds / 2.0),
+            404,
+            |_, _| load::request("GET", "/v1/none", None, None),
+        )
+        .await?;
         stack.stop().await?;
         eprintln!("limit: pgbench running the command statement, {clients} client(s)");
         let stack = Stack::start(clients + 4).await?;
@@ -96,6 +110,8 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<Commands> {
             pgbench_p99_ms: percentile(&limit.latencies_ms, 0.99),
             cpu_us: ours.cpu_per_request(),
             pgbench_cpu_us: pgbench_cpu.per(limit.latencies_ms.len() as f64),
+            ceiling_p50_ms: ceiling.percentile(0.5),
+            ceiling_cpu_us: ceiling.cpu_per_request(),
         });
     }
     Ok(Commands {

@@ -69,6 +69,9 @@ pub struct RankRead {
     pub redis_benchmark_cpu_us: Cpu,
     /// CPU per ceiling request (the 404) at the same client count.
     pub ceiling_cpu_us: Cpu,
+    /// CPU per bare Redis round trip on the reads' connection at the same concurrency, with
+    /// no HTTP and no work (`PING`; `ours` is what the api's process spends on one hop).
+    pub hop_cpu_us: Cpu,
 }
 
 #[derive(Debug, Serialize)]
@@ -234,6 +237,20 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
         let cpu = run.cpu_per_request();
         ceilings.push((clients, run.per_s(), cpu));
     }
+    // What one Redis round trip costs the api's process apart from HTTP: a read's second hop.
+    let mut hops = Vec::new();
+    for clients in [16, 64] {
+        eprintln!("a bare Redis round trip (PING on the reads' connection), {clients} tasks");
+        hops.push((
+            clients,
+            redis_hop(&store, clients, Duration::from_secs_f64(seconds)).await?,
+        ));
+    }
+    let hop = |clients: usize| {
+        hops.iter()
+            .find(|(c, _)| *c == clients)
+            .map_or(Cpu::default(), |(_, cpu)| *cpu)
+    };
     let ceiling = |clients: usize| {
         ceilings
             .iter()
@@ -304,6 +321,7 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
                 cpu_us,
                 redis_benchmark_cpu_us,
                 ceiling_cpu_us: ceiling(clients).1,
+                hop_cpu_us: hop(clients),
             });
         }
     }
@@ -314,6 +332,36 @@ pub async fn run(quick: bool) -> anyhow::Result<RanksFigures> {
         seconds,
         reads,
     })
+}
+
+/// `clients` tasks on the api's runtime (the bench's own), each sending `PING` back to back on
+/// the connection every read shares ([`Store::read_connection`]) for `duration`: CPU per round
+/// trip. Beside the HTTP ceiling's 404 it gives the floor of a read's cost in the api, two
+/// hops (client to api, api to Redis) with no work in either; what a read spends above it is
+/// the read's own (building the script call, parsing its reply, the JSON answer).
+async fn redis_hop(store: &Store, clients: usize, duration: Duration) -> anyhow::Result<Cpu> {
+    let deadline = std::time::Instant::now() + duration;
+    let meter = Meter::start();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..clients {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let mut calls = 0u64;
+            while std::time::Instant::now() < deadline {
+                let mut conn = store.read_connection().await?;
+                let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+                anyhow::ensure!(pong == "PONG", "PING answered {pong:?}");
+                calls += 1;
+            }
+            anyhow::Ok(calls)
+        });
+    }
+    let mut calls = 0;
+    while let Some(task) = tasks.join_next().await {
+        calls += task??;
+    }
+    anyhow::ensure!(calls > 0, "no PING completed");
+    Ok(meter.stop().per(calls as f64))
 }
 
 /// The boards in PostgreSQL, then their projections by the real rebuild. The board of three

@@ -214,7 +214,12 @@ impl Report {
                 ours_total: o.serving(),
                 limit: with_load(format!("postgres {:.0}", l.postgres), l.tools),
                 limit_total: l.postgres + l.redis,
-                extra: format!("postgres alone {:.2}", o.postgres / l.postgres),
+                extra: format!(
+                    "postgres alone {:.2}; api ÷ its HTTP ceiling's per request ({:.0} µs) {:.2}",
+                    o.postgres / l.postgres,
+                    c.ceiling_cpu_us.ours,
+                    o.ours / c.ceiling_cpu_us.ours
+                ),
                 target: "postgres alone ≤ 1.2",
             });
         }
@@ -280,6 +285,8 @@ impl Report {
         }
         for r in self.ranks.iter().flat_map(|r| &r.reads) {
             let (o, l, c) = (&r.cpu_us, &r.redis_benchmark_cpu_us, &r.ceiling_cpu_us);
+            // The floor of a read in the api: the ceiling's HTTP hop and a bare Redis one.
+            let floor = c.ours + r.hop_cpu_us.ours;
             lines.push(Line {
                 figure: format!("{}, {} clients", r.read, r.clients),
                 ours: with_load(o.breakdown("api"), o.load),
@@ -287,9 +294,14 @@ impl Report {
                 limit: with_load(format!("redis {:.0}", l.redis), l.tools),
                 limit_total: l.redis,
                 extra: format!(
-                    "api ÷ api per ceiling request ({:.0} µs) {:.2}",
+                    "api ÷ api per ceiling request ({:.0} µs) {:.2}; the two hops alone \
+                     (+ a bare Redis round trip, {:.0} µs) {:.2} × the ceiling's, the read's \
+                     own work {:.0} µs",
                     c.ours,
-                    o.ours / c.ours
+                    o.ours / c.ours,
+                    r.hop_cpu_us.ours,
+                    floor / c.ours,
+                    o.ours - floor
                 ),
                 // Issue 42's target is for the one-member reads; a friends list of 100 or a
                 // page of 100 does a hundred members' work.
