@@ -17,12 +17,11 @@
 --   'start better dense_better found' (start: 0-based position of the first row; better:
 --   entries with a strictly better tuple than the first row's: score, then the other columns
 --   on a board with columns; dense_better: distinct such tuples, 0 unless asked; found: 0 for
---   an around of a user not on the board), members and scores (flat), metadata (one per row)
--- and for users, one { 'score position better dense_better', stored :v value, metadata } per
--- id, its first field false for an id not on the board.
--- Counts travel as one string, not one reply each: the api parses every reply value through
--- the redis crate's parser, which took 8% of its CPU on `users/{id}` when a read's 17 values
--- were separate (7 now).
+--   an around of a user not on the board), then the rows as one string (below)
+-- and for users, one string for all the ids (below).
+-- Counts and rows travel as strings, not one reply value each: the api parses every reply
+-- value through the redis crate's parser, which took 8% of its CPU on `users/{id}` when a
+-- read's 17 values were separate (2 now; an `around` of 11 rows 3, where it was 35).
 --
 -- Members are compared byte by byte (`bytes_less`), never with Lua's `<`, which uses the
 -- server's collation locale.
@@ -184,7 +183,25 @@ local function metadata(users)
   return values
 end
 
+-- Appends s to out from position n + 1 as '<bytes> <s>', or '-' for none; returns the new
+-- length. A length rather than a separator: a member, a stored version or metadata written by
+-- hand may hold any byte (reply.rs reads it).
+local function sized(out, n, s)
+  if s then
+    out[n + 1] = #s
+    out[n + 2] = ' '
+    out[n + 3] = s
+    return n + 3
+  end
+  out[n + 1] = '-'
+  return n + 1
+end
+
 if what == 'users' then
+  -- One string for every id (reply.rs reads it), in the order asked: an empty line for an id
+  -- not on the board (a score may start with '-'), else 'score position better dense_better ',
+  -- the stored :v value and the metadata each as '<bytes> <value>' or '-', a space between,
+  -- and a newline.
   local rows = {}
   local users = {}
   for i = 4, #ARGV do
@@ -193,22 +210,30 @@ if what == 'users' then
     local score = redis.call('ZSCORE', z, member)
     if score then
       local at = position(member)
-      rows[#rows + 1] = {string.format('%s %d %d %d', score, at, better(member, at, score),
-        dense and dense_better(member, score) or 0), stored, false}
+      rows[#rows + 1] = {string.format('%s %d %d %d ', score, at, better(member, at, score),
+        dense and dense_better(member, score) or 0), stored}
       users[#users + 1] = user
     else
-      rows[#rows + 1] = {false, false, false}
+      rows[#rows + 1] = false
     end
   end
   local meta = metadata(users)
-  local j = 0
+  local out, n, j = {}, 0, 0
   for i = 1, #rows do
-    if rows[i][1] then
+    local row = rows[i]
+    if row then
       j = j + 1
-      rows[i][3] = meta[j]
+      out[n + 1] = row[1]
+      n = sized(out, n + 1, row[2])
+      out[n + 1] = ' '
+      n = sized(out, n + 1, meta[j])
+      out[n + 1] = '\n'
+    else
+      out[n + 1] = '\n'
     end
+    n = n + 1
   end
-  return {seal, rows}
+  return {seal, table.concat(out)}
 end
 
 local count = tonumber(ARGV[4])
@@ -247,7 +272,7 @@ else
   local member = member_for(ARGV[5])
   local at = position(member)
   if not at then
-    return {seal, '0 0 0 0', {}, {}}
+    return {seal, '0 0 0 0', ''}
   end
   start = math.max(0, at - count)
   stop = at + count
@@ -268,5 +293,18 @@ if #page > 0 then
     first_dense = dense_better(page[1], page[2])
   end
 end
-return {seal, string.format('%d %d %d %d', start, first_better, first_dense, found), page,
-  metadata(users)}
+-- The rows as one string, each '<bytes> <member> <score> ' then the metadata as '<bytes>
+-- <json>' or '-', then a newline.
+local meta = metadata(users)
+local out, n = {}, 0
+for i = 1, #page, 2 do
+  n = sized(out, n, page[i])
+  out[n + 1] = ' '
+  out[n + 2] = page[i + 1]
+  out[n + 3] = ' '
+  n = sized(out, n + 3, meta[(i + 1) / 2])
+  out[n + 1] = '\n'
+  n = n + 1
+end
+return {seal, string.format('%d %d %d %d', start, first_better, first_dense, found),
+  table.concat(out)}

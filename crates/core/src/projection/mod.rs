@@ -26,6 +26,7 @@ pub mod lock;
 pub mod member;
 mod metrics;
 pub mod read;
+mod reply;
 pub mod scripts;
 mod store;
 mod tls;

@@ -16,6 +16,7 @@
 use super::generation;
 use super::keys::KeyLayout;
 use super::member;
+use super::reply::{SealReply, counts, packed_rows, packed_standings, seal_reply};
 use super::scripts::{self, READ};
 use super::{ReadModelError, Store};
 use crate::model::{BoardId, Columns, Key, MemberStanding, UserId};
@@ -152,54 +153,6 @@ pub async fn sealed_order(store: &Store, board: &BoardId) -> Result<Option<Order
     Ok(raw.as_deref().and_then(Order::decode))
 }
 
-/// The seal's fields as `lua/read.lua` gives them: `HGET :m card`, `ZCARD :z`, `HLEN :v`,
-/// `HGET :m dcard`, `ZCARD :d`, `HGET :m xcard`, `HLEN :x`.
-type SealReply = (
-    Option<String>,
-    u64,
-    u64,
-    Option<String>,
-    u64,
-    Option<String>,
-    u64,
-);
-
-/// [`SealReply`] from the script's one string of seven fields ('-' for a field `:m` lacks).
-fn seal_reply(text: &str) -> Result<SealReply, ReadModelError> {
-    let bad = || ReadModelError::Reply(format!("not a seal: {text:?}"));
-    let mut fields = text.split(' ');
-    let mut next = || fields.next().ok_or_else(bad);
-    let held = |f: &str| (f != "-").then(|| f.to_owned());
-    let count = |f: &str| f.parse::<u64>().map_err(|_| bad());
-    let reply = (
-        held(next()?),
-        count(next()?)?,
-        count(next()?)?,
-        held(next()?),
-        count(next()?)?,
-        held(next()?),
-        count(next()?)?,
-    );
-    if fields.next().is_some() {
-        return Err(bad());
-    }
-    Ok(reply)
-}
-
-/// `N` counts from one of the script's strings of counts, spaces between.
-fn counts<const N: usize>(text: &str) -> Result<[u64; N], ReadModelError> {
-    let bad = || ReadModelError::Reply(format!("not {N} counts: {text:?}"));
-    let mut out = [0; N];
-    let mut fields = text.split(' ');
-    for slot in &mut out {
-        *slot = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
-    }
-    if fields.next().is_some() {
-        return Err(bad());
-    }
-    Ok(out)
-}
-
 /// A dense read of a board whose seal has no `dcard` (its projection keeps no distinct
 /// scores: only boards read with dense ranks do) marks the board, so that the rebuild this
 /// read asks for (judged broken) keeps them. A seal must exist: a board without one may not
@@ -232,7 +185,8 @@ fn judge((card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply, mode: RankM
 
 /// A page reply: the seal, 'start better dense_better found', flat members and scores,
 /// metadata per row.
-type PageReply = (String, String, Vec<String>, Vec<Option<String>>);
+/// A page's reply: the seal, the page's counts, its rows (`reply::packed_rows`).
+type PageReply = (String, String, String);
 
 fn invocation(
     store: &Store,
@@ -268,7 +222,7 @@ async fn page(
     limit: Option<u64>,
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut conn = store.read_connection().await?;
-    let (seal_text, page_counts, flat, meta): PageReply =
+    let (seal_text, page_counts, packed): PageReply =
         scripts::send_script(&mut conn, &READ, &call).await?;
     let seal_reply = seal_reply(&seal_text)?;
     let [start, better, dense_better, found] = counts(&page_counts)?;
@@ -278,20 +232,17 @@ async fn page(
     if found == 0 {
         return Ok(Sealed { value: None, seal });
     }
-    let mut rows = Vec::with_capacity(flat.len() / 2);
-    let mut meta = meta.into_iter();
-    for pair in flat.chunks(2) {
-        let [m, score] = pair else {
-            return Err(ReadModelError::Reply("an odd page reply".into()));
-        };
+    let packed = packed_rows(&packed)?;
+    let mut rows = Vec::with_capacity(packed.len());
+    for r in packed {
         // A member that does not decode was written by hand (the reconciler removes it);
         // shown as it is, like any other member the seal does not vouch for.
-        let (user_id, key) = member::user_of(m).unwrap_or((m.as_str(), Key::tie(0)));
+        let (user_id, key) = member::user_of(r.member).unwrap_or((r.member, Key::tie(0)));
         rows.push(Row {
             user_id: user_id.to_owned(),
-            score: score_of(score)?,
+            score: score_of(r.score)?,
             key,
-            metadata: meta.next().flatten(),
+            metadata: r.metadata.map(str::to_owned),
         });
     }
     let bases = Bases {
@@ -371,8 +322,6 @@ pub async fn around(
 
 /// One user's reply of the `users` read: 'score position better dense_better' (none for a
 /// user not on the board), stored `:v` value, metadata.
-type UserReply = (Option<String>, Option<String>, Option<String>);
-
 /// The members among `users` that are on the board, in board order, each with its rank: one
 /// script call for all of them.
 pub async fn users(
@@ -387,19 +336,24 @@ pub async fn users(
         call.arg(u.as_str());
     }
     let mut conn = store.read_connection().await?;
-    let (seal_text, rows): (String, Vec<UserReply>) =
+    let (seal_text, packed): (String, String) =
         scripts::send_script(&mut conn, &READ, &call).await?;
     let seal_reply = seal_reply(&seal_text)?;
     let total = seal_reply.1;
     want_distinct_if_unkept(store, board, &seal_reply, mode).await?;
     let seal = judge(seal_reply, mode);
+    let rows = packed_standings(&packed)?;
+    if rows.len() != users.len() {
+        return Err(ReadModelError::Reply(format!(
+            "{} ids answered for {} asked",
+            rows.len(),
+            users.len()
+        )));
+    }
     let mut found = Vec::with_capacity(rows.len());
-    for (user, (standing, stored, meta)) in users.iter().zip(rows) {
+    for (user, standing) in users.iter().zip(rows) {
         let Some(standing) = standing else { continue };
-        let (score, places) = standing
-            .split_once(' ')
-            .ok_or_else(|| ReadModelError::Reply(format!("not a standing: {standing:?}")))?;
-        let [at, better, dense_better] = counts(places)?;
+        let [at, better, dense_better] = standing.places;
         let bases = Bases {
             ordinal: at + 1,
             competition: better + 1,
@@ -407,8 +361,8 @@ pub async fn users(
         };
         // A score without a parsable version (the version hash lost or edited) shows 0, and
         // its other columns as 0 (the seal says the board is not whole then).
-        let (version, key) = stored
-            .as_deref()
+        let (version, key) = standing
+            .stored
             .and_then(member::parse_stored)
             .unwrap_or((0, Key::tie(0)));
         found.push((
@@ -420,9 +374,9 @@ pub async fn users(
                     bases,
                     order.columns,
                     user.as_str().to_owned(),
-                    score_of(score)?,
+                    score_of(standing.score)?,
                     key,
-                    meta,
+                    standing.metadata.map(str::to_owned),
                 ),
                 version,
             },
@@ -459,11 +413,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_seal_string_reads_as_its_seven_fields() {
-        assert_eq!(
-            seal_reply("5 5 5 - 0 2 2").ok(),
-            Some((Some("5".into()), 5, 5, None, 0, Some("2".into()), 2))
-        );
+    fn a_seal_is_judged_from_its_fields() {
         // A count edited by hand: spelt 'x' by the script, a count that does not parse.
         let edited = seal_reply("x 5 5 - 0 - 0").ok();
         assert_eq!(
@@ -477,16 +427,5 @@ mod tests {
             ),
             Seal::Missing
         );
-        for bad in ["", "5 5 5 - 0 2", "5 5 5 - 0 2 2 9", "5 five 5 - 0 2 2"] {
-            assert!(seal_reply(bad).is_err(), "{bad:?} read as a seal");
-        }
-    }
-
-    #[test]
-    fn a_string_of_counts_reads_as_exactly_its_counts() {
-        assert_eq!(counts::<4>("0 7 3 1").ok(), Some([0, 7, 3, 1]));
-        for bad in ["0 7 3", "0 7 3 1 1", "0 -7 3 1", ""] {
-            assert!(counts::<4>(bad).is_err(), "{bad:?} read as four counts");
-        }
     }
 }
