@@ -16,7 +16,7 @@
 use super::generation;
 use super::keys::KeyLayout;
 use super::member;
-use super::reply::{SealReply, counts, packed_rows, packed_standings, seal_reply};
+use super::reply::{SealReply, counts, packed_standings, seal_reply};
 use super::scripts::{self, READ};
 use super::{ReadModelError, Store};
 use crate::model::{BoardId, Columns, Key, MemberStanding, UserId};
@@ -185,8 +185,9 @@ fn judge((card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply, mode: RankM
 
 /// A page reply: the seal, 'start better dense_better found', flat members and scores,
 /// metadata per row.
-/// A page's reply: the seal, the page's counts, its rows (`reply::packed_rows`).
-type PageReply = (String, String, String);
+/// A page's reply: the seal, the page's counts, its members and scores (flat), and each row's
+/// metadata (none at all on a board without metadata).
+type PageReply = (String, String, Vec<String>, Vec<Option<String>>);
 
 fn invocation(
     store: &Store,
@@ -222,7 +223,7 @@ async fn page(
     limit: Option<u64>,
 ) -> Result<Sealed<Option<Page>>, ReadModelError> {
     let mut conn = store.read_connection().await?;
-    let (seal_text, page_counts, packed): PageReply =
+    let (seal_text, page_counts, flat, meta): PageReply =
         scripts::send_script(&mut conn, &READ, &call).await?;
     let seal_reply = seal_reply(&seal_text)?;
     let [start, better, dense_better, found] = counts(&page_counts)?;
@@ -232,17 +233,20 @@ async fn page(
     if found == 0 {
         return Ok(Sealed { value: None, seal });
     }
-    let packed = packed_rows(&packed)?;
-    let mut rows = Vec::with_capacity(packed.len());
-    for r in packed {
+    let mut rows = Vec::with_capacity(flat.len() / 2);
+    let mut meta = meta.into_iter();
+    for pair in flat.chunks(2) {
+        let [m, score] = pair else {
+            return Err(ReadModelError::Reply("an odd page reply".into()));
+        };
         // A member that does not decode was written by hand (the reconciler removes it);
         // shown as it is, like any other member the seal does not vouch for.
-        let (user_id, key) = member::user_of(r.member).unwrap_or((r.member, Key::tie(0)));
+        let (user_id, key) = member::user_of(m).unwrap_or((m.as_str(), Key::tie(0)));
         rows.push(Row {
             user_id: user_id.to_owned(),
-            score: score_of(r.score)?,
+            score: score_of(score)?,
             key,
-            metadata: r.metadata.map(str::to_owned),
+            metadata: meta.next().flatten(),
         });
     }
     let bases = Bases {

@@ -1,7 +1,7 @@
-//! The formats of `lua/read.lua`'s reply, parsed. The script answers its counts and a page's
-//! rows as a few strings rather than one reply value each: the redis crate parses every reply
+//! The formats of `lua/read.lua`'s reply, parsed. The script answers its counts and a users
+//! read's ids as strings rather than one reply value each: the redis crate parses every reply
 //! value with a step of its own, and that parser was 8% of the api's CPU on `users/{id}` when a
-//! read's 17 values came separately.
+//! read's 17 values came separately. A page's rows stay a flat array (`read.lua` says why).
 
 use super::ReadModelError;
 
@@ -54,8 +54,8 @@ pub(super) fn counts<const N: usize>(text: &str) -> Result<[u64; N], ReadModelEr
 }
 
 /// Reads the script's packed strings: words up to a space, and values taken by their byte
-/// length (`<bytes> <value>`), or `-` for none. A length rather than a separator, as a member,
-/// a stored version or metadata written by hand may hold any byte, spaces and newlines too.
+/// length (`<bytes> <value>`), or `-` for none. A length rather than a separator, as a stored
+/// version or metadata written by hand may hold any byte, spaces and newlines too.
 struct Cursor<'a> {
     text: &'a str,
     at: usize,
@@ -117,35 +117,6 @@ impl<'a> Cursor<'a> {
             self.sized().map(Some)
         }
     }
-}
-
-/// One row of a page: the member as Redis holds it, its score as Redis spells it, and its
-/// metadata JSON if any.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct PackedRow<'a> {
-    pub member: &'a str,
-    pub score: &'a str,
-    pub metadata: Option<&'a str>,
-}
-
-/// A page's rows from the script's one string: per row `<bytes> <member> <score> `, then
-/// `<bytes> <metadata>` or `-`, then a newline.
-pub(super) fn packed_rows(text: &str) -> Result<Vec<PackedRow<'_>>, ReadModelError> {
-    let mut c = Cursor::new(text, "a page's rows");
-    let mut rows = Vec::new();
-    while !c.done() {
-        let member = c.sized()?;
-        c.expect(b' ')?;
-        let score = c.word()?;
-        let metadata = c.sized_or_none()?;
-        c.expect(b'\n')?;
-        rows.push(PackedRow {
-            member,
-            score,
-            metadata,
-        });
-    }
-    Ok(rows)
 }
 
 /// One id of a `users` read that is on the board: its score as Redis spells it, its 0-based
@@ -211,50 +182,6 @@ mod tests {
         assert_eq!(counts::<4>("0 7 3 1").ok(), Some([0, 7, 3, 1]));
         for bad in ["0 7 3", "0 7 3 1 1", "0 -7 3 1", ""] {
             assert!(counts::<4>(bad).is_err(), "{bad:?} read as four counts");
-        }
-    }
-
-    #[test]
-    fn packed_rows_read_members_and_metadata_by_their_length() {
-        // Members holding the separators, a multi-byte one, metadata with a newline, none.
-        let text = concat!(
-            "5 a b\nc 12 -\n",
-            "3 \u{e9}x -7 9 {\"k\":\"\n\"}\n",
-            "0  1.5 -\n"
-        );
-        let rows = packed_rows(text).expect("rows");
-        assert_eq!(
-            rows,
-            [
-                PackedRow {
-                    member: "a b\nc",
-                    score: "12",
-                    metadata: None
-                },
-                PackedRow {
-                    member: "\u{e9}x",
-                    score: "-7",
-                    metadata: Some("{\"k\":\"\n\"}")
-                },
-                PackedRow {
-                    member: "",
-                    score: "1.5",
-                    metadata: None
-                },
-            ]
-        );
-        assert_eq!(packed_rows("").expect("no rows"), []);
-        for bad in [
-            "5 abc 1 -\n",
-            "3 abc 1 -",
-            "3 abc 1 x\n",
-            "x abc 1 -\n",
-            "3 abc1 -\n",
-            "1 \u{e9} 1 -\n",
-            "3 abc 1 4 {}\n",
-            "18446744073709551615 abc 1 -\n",
-        ] {
-            assert!(packed_rows(bad).is_err(), "{bad:?} read as rows");
         }
     }
 
