@@ -84,7 +84,7 @@ impl<'a> Cursor<'a> {
         next
     }
 
-    fn expect(&mut self, byte: u8) -> Result<(), ReadModelError> {
+    fn require(&mut self, byte: u8) -> Result<(), ReadModelError> {
         if self.take(byte) {
             Ok(())
         } else {
@@ -149,9 +149,9 @@ pub(super) fn packed_standings(
             *p = c.word()?.parse().map_err(|_| c.bad())?;
         }
         let stored = c.sized_or_none()?;
-        c.expect(b' ')?;
+        c.require(b' ')?;
         let metadata = c.sized_or_none()?;
-        c.expect(b'\n')?;
+        c.require(b'\n')?;
         out.push(Some(PackedStanding {
             score,
             places,
