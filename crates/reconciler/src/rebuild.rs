@@ -7,13 +7,11 @@
 //!
 //! The build's seal (`:m:rebuild`) is written before the first row is read from PostgreSQL.
 //! From then on the projector writes every row to both generations
-//! (`lua/project.lua`). The build reads every source row once, from one snapshot taken after
-//! the seal, in the board's order (`source::scan_in_order`: Redis inserts members arriving in
-//! score order about three times faster), and writes each only where the new generation holds
-//! no newer version (`lua/rebuild_chunk.lua`). So every version the live generation shows at
-//! the switch is in the new one too: a row projected before the build started was committed
-//! before the snapshot, and one projected after it reached both. A reader never sees a score
-//! go back.
+//! (`lua/project.lua`), and the build writes each source row only
+//! where the new generation holds no newer version (`lua/rebuild_chunk.lua`). So
+//! every version the live generation shows at the switch is in the new one too: a row
+//! projected before the build started was committed before PostgreSQL was read, and one
+//! projected after it reached both. A reader never sees a score go back.
 //!
 //! That is also why no pass follows the switch unless asked for: with the double writes it has
 //! nothing to repair (docs/reconciler.md proves it step by step), and a full pass over a board
@@ -127,24 +125,6 @@ pub async fn rebuild<D: Holds<Sections>>(
 
 /// The rebuild itself, under a lock the caller holds (the requested rebuilds take it once for
 /// all the boards they serve in a round).
-/// Writes each chunk of the scan into the new generation while the lock holds.
-struct Writer<'a> {
-    build: &'a mut Build,
-    held: &'a HeldLock,
-}
-
-impl source::Chunks for Writer<'_> {
-    type Error = PassError;
-
-    async fn take(&mut self, rows: &[source::SourceRow]) -> Result<(), PassError> {
-        if !self.held.confirm().await {
-            return Err(PassError::LockLost);
-        }
-        self.build.write_chunk(rows.iter()).await?;
-        Ok(())
-    }
-}
-
 pub(crate) async fn build_and_switch(
     db: &Database,
     store: &Store,
@@ -177,13 +157,24 @@ pub(crate) async fn build_and_switch_sealing(
 
     let started = Instant::now();
     let chunk_size = settings.reconciler.chunk_size.get();
-    // The rows come in the board's order (source::scan_in_order says why), one snapshot, and
-    // each chunk's Redis write overlaps the fetch of the next.
-    let mut writer = Writer {
-        build: &mut build,
-        held,
-    };
-    let rows_read = source::scan_in_order(db, board, chunk_size, &mut writer).await?;
+    let mut rows_read = 0_u64;
+    // Each chunk's Redis write overlaps the read of the next chunk from PostgreSQL: the
+    // build takes about the longer of the two, not their sum.
+    let mut rows = source::chunk(db, board, "", chunk_size)
+        .await
+        .map_err(PassError::from)?;
+    while !rows.is_empty() {
+        if !held.confirm().await {
+            return Err(PassError::LockLost.into());
+        }
+        let write = build.write_chunk(rows.iter());
+        let cursor = source::next_cursor(&rows, chunk_size);
+        let next = source::chunk_after(db, board, cursor.as_deref(), chunk_size);
+        let (written, next) = tokio::join!(write, next);
+        written.map_err(PassError::from)?;
+        rows_read += rows.len() as u64;
+        rows = next.map_err(PassError::from)?;
+    }
     let build_seconds = started.elapsed().as_secs_f64();
 
     if !held.confirm().await {

@@ -190,12 +190,6 @@ impl Database {
         self.statements
     }
 
-    /// The client-side bound on one round trip, for a caller that holds a connection across
-    /// several (a transaction of its own) and bounds each itself.
-    pub fn round_trip_timeout(&self) -> Duration {
-        self.round_trip_timeout
-    }
-
     /// Wakes idle projectors soon (a coalesced NOTIFY on a pooled connection); returns at
     /// once. Called after a commit that wrote outbox rows.
     pub fn wake_projectors(&self) {

@@ -1,16 +1,12 @@
 //! The source side as the reconciler and the rebuild read it: boards, keyset-paginated
-//! chunks of a board's scores (a pass), all of a board's scores in its order from one snapshot
-//! (a rebuild), and which members exist.
+//! chunks of a board's scores, and which members exist.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::time::Duration;
 
-use deadpool_postgres::Object;
 use tokio_postgres::types::Type;
 
 use super::errors::StoreError;
-use super::{Database, Op, Statement, timed};
+use super::{Database, Op, Statement};
 use crate::model::{BoardId, Key};
 
 /// One row of `user_scores`: the intent the projection must show.
@@ -160,102 +156,6 @@ pub async fn chunk_after(
     match cursor {
         Some(cursor) => chunk(db, board, cursor, limit).await,
         None => Ok(Vec::new()),
-    }
-}
-
-/// Parameters: board. Bound to a portal in a transaction of its own ([`scan_in_order`]).
-pub static IN_ORDER: Statement<1> = Statement::new(
-    Op::ReconcileChunk,
-    include_str!("sql/reconcile/in_order.sql"),
-    [Type::TEXT],
-);
-
-/// What [`scan_in_order`] hands each chunk to (a rebuild's writer).
-pub trait Chunks {
-    type Error: From<StoreError>;
-    /// Takes one chunk; an error stops the scan and is answered as it is.
-    fn take(&mut self, rows: &[SourceRow]) -> impl Future<Output = Result<(), Self::Error>> + Send;
-}
-
-/// Every visible source row of `board` in the board's order, from one snapshot, handed to
-/// `sink` a chunk of `limit` rows at a time; answers the rows read. The next chunk is fetched
-/// while `sink` takes this one, so a rebuild takes about the longer of the two, not their sum.
-///
-/// Why one snapshot: in the board's order, pages that are each a statement of their own would
-/// read a row whose score moves while the scan runs twice or, moving into the part already
-/// read, not at all (keyset pages in user-id order never miss one, and the rebuild read those).
-/// One statement bound to a portal reads from the snapshot it started with, to its last row;
-/// PostgreSQL's vacuum keeps the rows that snapshot can see for as long as the scan runs
-/// (seconds for a board of a million users; docs/reconciler.md gives the figures).
-pub async fn scan_in_order<C: Chunks>(
-    db: &Database,
-    board: &BoardId,
-    limit: usize,
-    sink: &mut C,
-) -> Result<u64, C::Error> {
-    let mut client = db.client().await?;
-    let outcome = scan_on(&mut client, db, board, limit, sink).await;
-    if outcome.is_err() {
-        // A fetch may still be in flight (it timed out, or `sink` failed while it ran), so the
-        // connection's state is unknown: it leaves the pool rather than serve the next caller.
-        drop(Object::take(client));
-    }
-    outcome
-}
-
-async fn scan_on<C: Chunks>(
-    client: &mut Object,
-    db: &Database,
-    board: &BoardId,
-    limit: usize,
-    sink: &mut C,
-) -> Result<u64, C::Error> {
-    let bound = db.round_trip_timeout();
-    // A portal lives in a transaction (read only: the scan writes nothing).
-    let tx = within(bound, client.build_transaction().read_only(true).start()).await?;
-    // A named statement even behind a transaction pooler: it lives and is closed inside this
-    // one transaction, which the pooler keeps on one server connection.
-    let statement = within(bound, tx.prepare_typed(IN_ORDER.sql(), IN_ORDER.types())).await?;
-    let portal = within(bound, tx.bind(&statement, &[&board.as_str()])).await?;
-    let max_rows = i32::try_from(limit).unwrap_or(i32::MAX);
-    let fetch = async || -> Result<Vec<SourceRow>, StoreError> {
-        let rows = timed(
-            IN_ORDER.op(),
-            within(bound, tx.query_portal(&portal, max_rows)),
-        )
-        .await?;
-        Ok(rows
-            .iter()
-            .map(SourceRow::from_row)
-            .collect::<Result<_, _>>()?)
-    };
-    let mut read = 0_u64;
-    let mut rows = fetch().await?;
-    while !rows.is_empty() {
-        let more = rows.len() >= limit;
-        let next = async { if more { fetch().await } else { Ok(Vec::new()) } };
-        let (done, next) = tokio::join!(sink.take(&rows), next);
-        done?;
-        read += rows.len() as u64;
-        rows = next?;
-    }
-    // Closed before the commit, inside the transaction (see the statement's comment above).
-    drop(portal);
-    drop(statement);
-    within(bound, tx.commit()).await?;
-    Ok(read)
-}
-
-/// One round trip of a transaction this module holds, within the client-side bound.
-async fn within<T>(
-    bound: Duration,
-    call: impl Future<Output = Result<T, tokio_postgres::Error>>,
-) -> Result<T, StoreError> {
-    match tokio::time::timeout(bound, call).await {
-        Ok(outcome) => Ok(outcome?),
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "no answer from the database within {bound:?}"
-        ))),
     }
 }
 

@@ -21,7 +21,6 @@ mod moderation_race;
 mod periods;
 mod player_tokens;
 mod schema;
-mod source_scan;
 mod store;
 mod tls;
 mod verification;
