@@ -249,17 +249,25 @@ async fn check_board(
     // Source members seen in the sorted set and in the version hash: if the keys hold exactly
     // that many entries, neither holds an orphan and the scans for them can be skipped.
     let mut seen = Seen::default();
+    // Three chunks at once: this one judged here, the next read from Redis, the one after
+    // from PostgreSQL, so the three processes work side by side. Each chunk is read from
+    // PostgreSQL before Redis (`recheck` relies on it); chunks are disjoint.
     let mut rows = source::chunk(ctx.db, board, "", chunk_size).await?;
+    let first_cursor = source::next_cursor(&rows, chunk_size);
+    let (observed, following) = tokio::join!(
+        observe(ctx, board, &rows),
+        source::chunk_after(ctx.db, board, first_cursor.as_deref(), chunk_size)
+    );
+    let (mut observed, mut following) = (observed?, following?);
     while !rows.is_empty() {
-        // The next chunk is read from PostgreSQL while this one is judged (its Redis reads,
-        // the re-check, the repairs): a pass takes about the longer of the two sides, not
-        // their sum. Each row is still read from PostgreSQL before Redis is, which is the
-        // order the judging relies on (`recheck`).
-        let cursor = source::next_cursor(&rows, chunk_size);
-        let next = source::chunk_after(ctx.db, board, cursor.as_deref(), chunk_size);
-        let (checked, next) = tokio::join!(check_chunk(ctx, board, rows, counts, &mut seen), next);
+        let cursor = source::next_cursor(&following, chunk_size);
+        let (checked, seen_next, after) = tokio::join!(
+            check_chunk(ctx, board, rows, observed, counts, &mut seen),
+            observe(ctx, board, &following),
+            source::chunk_after(ctx.db, board, cursor.as_deref(), chunk_size)
+        );
         checked?;
-        rows = next?;
+        (rows, observed, following) = (following, seen_next?, after?);
     }
     // Members added by the projector during the walk make the sizes larger, never smaller, so
     // they can only cause a scan that finds nothing, not hide an orphan. (A member removed
@@ -282,12 +290,22 @@ struct Seen {
     in_versions: u64,
 }
 
-/// Judges one chunk of source rows against Redis (`recheck` for those not current at the first
-/// look), counts them and repairs the drift.
+/// What Redis holds for a chunk's members (`inspect::observe`), in the chunk's order.
+async fn observe(
+    ctx: Ctx<'_>,
+    board: &BoardId,
+    rows: &[SourceRow],
+) -> Result<Vec<Observed>, PassError> {
+    Ok(inspect::observe(ctx.store, board, rows.iter().map(|r| r.user_id.as_str())).await?)
+}
+
+/// Judges one chunk of source rows against what Redis held for them, read after them
+/// (`recheck` for those not current at that look), counts them and repairs the drift.
 async fn check_chunk(
     ctx: Ctx<'_>,
     board: &BoardId,
     rows: Vec<SourceRow>,
+    observed: Vec<Observed>,
     counts: &mut Counts,
     seen_in: &mut Seen,
 ) -> Result<(), PassError> {
@@ -297,7 +315,6 @@ async fn check_chunk(
         options,
         ..
     } = ctx;
-    let observed = inspect::observe(store, board, rows.iter().map(|r| r.user_id.as_str())).await?;
     let mut judged: Vec<Judged> = rows
         .into_iter()
         .zip(observed)
