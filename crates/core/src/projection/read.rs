@@ -183,8 +183,6 @@ fn judge((card, zcard, hlen, dcard, dzcard, xcard, xlen): SealReply, mode: RankM
     s
 }
 
-/// A page reply: the seal, 'start better dense_better found', flat members and scores,
-/// metadata per row.
 /// A page's reply: the seal, the page's counts, its members and scores (flat), and each row's
 /// metadata (none at all on a board without metadata).
 type PageReply = (String, String, Vec<String>, Vec<Option<String>>);
