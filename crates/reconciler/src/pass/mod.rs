@@ -10,14 +10,16 @@ use std::time::Instant;
 use crate::settings::ReconcilerSettings;
 use ledgerboard_core::db::source::{self, SourceRow};
 use ledgerboard_core::db::{Database, StoreError};
-use ledgerboard_core::model::{BoardId, Key};
-use ledgerboard_core::projection::inspect::{self, Half, Observed};
-use ledgerboard_core::projection::member;
+use ledgerboard_core::model::BoardId;
+use ledgerboard_core::projection::inspect::{self, Observed};
 use ledgerboard_core::projection::{ReadModelError, Seal, Store, read, request_rebuild};
 
 use crate::classify::{Classification, classify, is_behind, verdict};
 use crate::lock::HeldLock;
 use crate::report::{BoardReport, Counts, PassReport};
+
+mod orphans;
+use orphans::orphans;
 
 #[derive(Debug, Clone)]
 pub struct PassOptions {
@@ -502,102 +504,4 @@ fn tally(replies: Vec<redis::RedisResult<String>>, done_word: &str, counts: &mut
         tracing::warn!(error = %e, "Redis refused a reconciliation write");
     }
     done
-}
-
-/// Members of the projection with no source row: sorted-set members first (decoded to their
-/// user id with `member::user_of`), then version-hash entries whose user has no member in the
-/// sorted set. Each chunk of members is checked against PostgreSQL in one query. A sorted-set
-/// member that does not decode (spelt by hand) is an orphan; so is a spelling of a user who has
-/// a source row when the versions hash names another one (a stray tie key: only that member
-/// goes).
-async fn orphans(
-    ctx: Ctx<'_>,
-    board: &BoardId,
-    counts: &mut Counts,
-    scan_scores: bool,
-    scan_versions: bool,
-) -> Result<(), PassError> {
-    let Ctx {
-        db,
-        store,
-        lock,
-        options,
-    } = ctx;
-    let scans = [(Half::Scores, scan_scores), (Half::Versions, scan_versions)];
-    for (half, _) in scans.into_iter().filter(|(_, wanted)| *wanted) {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, spelt) =
-                inspect::scan_members(store, board, half, cursor, options.chunk_size).await?;
-            // (user, the member as spelt, its key); a malformed member has no user.
-            let decoded: Vec<(Option<String>, String, Key)> = spelt
-                .into_iter()
-                .map(|m| match half {
-                    Half::Scores => match member::user_of(&m) {
-                        Some((user, key)) => (Some(user.to_owned()), m.clone(), key),
-                        None => (None, m, Key::default()),
-                    },
-                    Half::Versions => (Some(m), String::new(), Key::default()),
-                })
-                .collect();
-            let users: Vec<String> = decoded.iter().filter_map(|(u, _, _)| u.clone()).collect();
-            let observed = inspect::observe(store, board, users.iter().map(String::as_str)).await?;
-            let mut observed = users.iter().cloned().zip(observed);
-            let existing = source::existing(db, board, &users).await?;
-            let mut found: Vec<inspect::Orphan> = Vec::new();
-            for (user, spelling, key) in decoded {
-                let Some(user) = user else {
-                    // Not a member any writer spells: it goes, whoever it seems to name.
-                    counts.count(Classification::Orphan);
-                    found.push(inspect::Orphan {
-                        user: String::new(),
-                        observed_version: String::new(),
-                        member: spelling,
-                        whole: false,
-                    });
-                    continue;
-                };
-                let Some((_, seen)) = observed.next() else {
-                    break;
-                };
-                let named_key = seen.stored().map(|(_, k)| k);
-                if existing.contains(&user) {
-                    // A source member: judged in the chunk walk, unless this is a spelling its
-                    // stored value does not name (the named one, or its absence, is judged
-                    // there and repaired).
-                    if half == Half::Scores && named_key.is_some_and(|k| k != key) {
-                        counts.count(Classification::Orphan);
-                        found.push(inspect::Orphan {
-                            user,
-                            observed_version: seen.version.unwrap_or_default(),
-                            member: spelling,
-                            whole: false,
-                        });
-                    }
-                    continue;
-                }
-                // In the hash pass, members still in the sorted set were judged in the first.
-                if half == Half::Versions && seen.score.is_some() {
-                    continue;
-                }
-                counts.count(Classification::Orphan);
-                found.push(inspect::Orphan {
-                    user,
-                    observed_version: seen.version.unwrap_or_default(),
-                    member: spelling,
-                    whole: true,
-                });
-            }
-            if options.remove_orphans && !options.dry_run && !found.is_empty() {
-                confirm(lock).await?;
-                let replies = inspect::remove_orphans(store, board, &found).await?;
-                counts.removed += tally(replies, "removed", counts);
-            }
-            cursor = next;
-            if cursor == 0 {
-                break;
-            }
-        }
-    }
-    Ok(())
 }
