@@ -48,6 +48,8 @@ pub enum Op {
     ReconcileExisting,
     /// `SELECT 1` while waiting for PostgreSQL at start-up.
     Ping,
+    /// The projectors' wake-up after commands commit (`outbox/wakeup.sql`, `db/wakeup.rs`).
+    Wakeup,
     /// `SELECT 1` of `/readyz`.
     Ready,
     /// The schema check at start-up (both of `schema/*.sql`, one after the other).
@@ -144,6 +146,7 @@ impl Label for Op {
         Op::ReconcileRecheck,
         Op::ReconcileExisting,
         Op::Ping,
+        Op::Wakeup,
         Op::Ready,
         Op::SchemaVersion,
         Op::BoardScores,
@@ -211,6 +214,7 @@ impl Op {
             Op::ReconcileRecheck => "reconcile_recheck",
             Op::ReconcileExisting => "reconcile_existing",
             Op::Ping => "ping",
+            Op::Wakeup => "wakeup",
             Op::Ready => "ready",
             Op::SchemaVersion => "schema_version",
             Op::BoardScores => "board_scores",

@@ -193,7 +193,8 @@ impl Database {
     /// Wakes idle projectors soon (a coalesced NOTIFY on a pooled connection); returns at
     /// once. Called after a commit that wrote outbox rows.
     pub fn wake_projectors(&self) {
-        self.wakeup.poke(&self.pool, self.round_trip_timeout);
+        self.wakeup
+            .poke(&self.pool, self.statements, self.round_trip_timeout);
     }
 
     /// The URL with its password hidden, for log lines.

@@ -4,9 +4,9 @@
 //! The NOTIFY used to run inside the command statement, where PostgreSQL's notification lock
 //! serialized every command's durable commit (about a third of the throughput without it, see
 //! docs/performance.md). Now the command only pokes this task; the task sends the NOTIFY in a
-//! transaction of its own (`sql/outbox/wakeup.sql`). A wake-up is a hint: when one is lost (the
-//! task failed, the process died after the commit) the projectors' poll interval still bounds
-//! the delay, and nothing in the outbox is lost.
+//! transaction of its own (`sql/outbox/wakeup.sql`, one prepared statement). A wake-up is a
+//! hint: when one is lost (the task failed, the process died after the commit) the projectors'
+//! poll interval still bounds the delay, and nothing in the outbox is lost.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -15,11 +15,14 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio::sync::Notify;
 
+use super::metrics::Op;
+use super::statement::{Statement, Statements};
+
 /// The channel the wake-up notifies and the projectors listen on.
 pub const OUTBOX_CHANNEL: &str = "ledgerboard_outbox";
-/// The NOTIFY on [`OUTBOX_CHANNEL`] in a transaction of its own; several statements, so sent
-/// as a simple query (no [`super::Statement`]), and untimed: a hint, off the command's path.
-const WAKEUP: &str = include_str!("sql/outbox/wakeup.sql");
+/// The NOTIFY on [`OUTBOX_CHANNEL`] in a transaction of its own that does not wait for the WAL
+/// flush.
+static WAKEUP: Statement<0> = Statement::new(Op::Wakeup, include_str!("sql/outbox/wakeup.sql"), []);
 
 /// The least time between two NOTIFYs from one process: under load, pokes that arrive in the
 /// meantime are served by one notification (the projectors claim everything pending anyway).
@@ -51,9 +54,14 @@ impl Wakeup {
     }
 
     /// Asks for a NOTIFY soon; returns at once. Must run inside a Tokio runtime.
-    pub(super) fn poke(&self, pool: &Pool, round_trip_timeout: Duration) {
+    pub(super) fn poke(&self, pool: &Pool, statements: Statements, round_trip_timeout: Duration) {
         self.task.get_or_init(|| {
-            tokio::spawn(run(pool.clone(), self.shared.clone(), round_trip_timeout));
+            tokio::spawn(run(
+                pool.clone(),
+                statements,
+                self.shared.clone(),
+                round_trip_timeout,
+            ));
         });
         // Stores one permit if the task is busy: any number of pokes make one more NOTIFY.
         self.shared.poke.notify_one();
@@ -67,7 +75,12 @@ impl Drop for Wakeup {
     }
 }
 
-async fn run(pool: Pool, shared: Arc<Shared>, round_trip_timeout: Duration) {
+async fn run(
+    pool: Pool,
+    statements: Statements,
+    shared: Arc<Shared>,
+    round_trip_timeout: Duration,
+) {
     loop {
         shared.poke.notified().await;
         if shared.closed.load(Ordering::Acquire) {
@@ -75,9 +88,10 @@ async fn run(pool: Pool, shared: Arc<Shared>, round_trip_timeout: Duration) {
         }
         let sent = tokio::time::timeout(round_trip_timeout, async {
             let client = pool.get().await.map_err(|e| e.to_string())?;
-            client
-                .batch_execute(WAKEUP)
+            statements
+                .execute(&client, &WAKEUP, [])
                 .await
+                .map(drop)
                 .map_err(|e| e.to_string())
         })
         .await
