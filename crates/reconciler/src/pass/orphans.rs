@@ -52,46 +52,38 @@ pub(super) async fn orphans(
             let existing = source::existing(db, board, &users).await?;
             let mut found: Vec<inspect::Orphan> = Vec::new();
             for (user, spelling, key) in decoded {
-                let Some(user) = user else {
+                // (user, the stored value observed, whether the user's whole entry goes)
+                let (user, observed_version, whole) = match user {
                     // Not a member any writer spells: it goes, whoever it seems to name.
-                    counts.count(Classification::Orphan);
-                    found.push(inspect::Orphan {
-                        user: String::new(),
-                        observed_version: String::new(),
-                        member: spelling,
-                        whole: false,
-                    });
-                    continue;
-                };
-                let Some((_, seen)) = observed.next() else {
-                    break;
-                };
-                let named_key = seen.stored().map(|(_, k)| k);
-                if existing.contains(&user) {
-                    // A source member: judged in the chunk walk, unless this is a spelling its
-                    // stored value does not name (the named one, or its absence, is judged
-                    // there and repaired).
-                    if half == Half::Scores && named_key.is_some_and(|k| k != key) {
-                        counts.count(Classification::Orphan);
-                        found.push(inspect::Orphan {
-                            user,
-                            observed_version: seen.version.unwrap_or_default(),
-                            member: spelling,
-                            whole: false,
-                        });
+                    None => (String::new(), String::new(), false),
+                    Some(user) => {
+                        let Some((_, seen)) = observed.next() else {
+                            break;
+                        };
+                        let named_key = seen.stored().map(|(_, k)| k);
+                        if existing.contains(&user) {
+                            // A source member: judged in the chunk walk, unless this is a
+                            // spelling its stored value does not name (the named one, or its
+                            // absence, is judged there and repaired).
+                            if half != Half::Scores || named_key.is_none_or(|k| k == key) {
+                                continue;
+                            }
+                            (user, seen.version.unwrap_or_default(), false)
+                        } else if half == Half::Versions && seen.score.is_some() {
+                            // In the hash pass, members still in the sorted set were judged in
+                            // the first.
+                            continue;
+                        } else {
+                            (user, seen.version.unwrap_or_default(), true)
+                        }
                     }
-                    continue;
-                }
-                // In the hash pass, members still in the sorted set were judged in the first.
-                if half == Half::Versions && seen.score.is_some() {
-                    continue;
-                }
+                };
                 counts.count(Classification::Orphan);
                 found.push(inspect::Orphan {
                     user,
-                    observed_version: seen.version.unwrap_or_default(),
+                    observed_version,
                     member: spelling,
-                    whole: true,
+                    whole,
                 });
             }
             if options.remove_orphans && !options.dry_run && !found.is_empty() {
