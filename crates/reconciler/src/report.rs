@@ -20,6 +20,10 @@ pub struct Counts {
     pub lagging: u64,
     /// Members in Redis with no source row.
     pub orphan: u64,
+    /// Members read again from both stores because the first look did not find them current
+    /// (`recheck` in `pass/mod.rs`): on a quiet, whole board none; under writes, about the
+    /// members written while the pass looked.
+    pub rechecked: u64,
     /// Members set to their source score and version.
     pub repaired: u64,
     /// Orphans removed.
@@ -60,6 +64,7 @@ impl Counts {
         self.current += other.current;
         self.lagging += other.lagging;
         self.orphan += other.orphan;
+        self.rechecked += other.rechecked;
         self.repaired += other.repaired;
         self.removed += other.removed;
         self.skipped += other.skipped;
@@ -156,6 +161,7 @@ impl PassReport {
                 corrupt = c.corrupt,
                 lagging = c.lagging,
                 orphan = c.orphan,
+                rechecked = c.rechecked,
                 repaired = c.repaired,
                 removed = c.removed,
                 skipped = c.skipped,
@@ -264,6 +270,7 @@ impl PassReport {
             current = t.current,
             lagging = t.lagging,
             orphan = t.orphan,
+            rechecked = t.rechecked,
             repaired = t.repaired,
             removed = t.removed,
             skipped = t.skipped,

@@ -332,7 +332,7 @@ async fn check_chunk(
             seen,
         })
         .collect();
-    recheck(ctx, board, &mut judged).await?;
+    counts.rechecked += recheck(ctx, board, &mut judged).await?;
     let mut repairs = Vec::new();
     for Judged { row, seen, class } in &judged {
         // Gone from the source at the re-read: left to the orphan scan (which the sizes then
@@ -399,12 +399,15 @@ struct Judged {
 ///    projector marks a row published after writing it, so it may have written it between
 ///    reads 1 and 2. A member still behind now was published (or parked) without being in
 ///    Redis: real drift.
-async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result<(), PassError> {
+///
+/// Returns how many members it read again.
+async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result<u64, PassError> {
     let suspects: Vec<usize> = (0..judged.len())
         .filter(|&i| judged[i].class != Some(Classification::Current))
         .collect();
+    let rechecked = suspects.len() as u64;
     if suspects.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let users: Vec<String> = suspects
         .iter()
@@ -428,7 +431,7 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
         member.class = Some(class);
     }
     if behind.is_empty() {
-        return Ok(());
+        return Ok(rechecked);
     }
     let after = inspect::observe(
         ctx.store,
@@ -453,7 +456,7 @@ async fn recheck(ctx: Ctx<'_>, board: &BoardId, judged: &mut [Judged]) -> Result
         });
         member.seen = seen;
     }
-    Ok(())
+    Ok(rechecked)
 }
 
 async fn confirm(lock: Option<&HeldLock>) -> Result<(), PassError> {

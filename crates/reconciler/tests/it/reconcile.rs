@@ -70,6 +70,21 @@ async fn every_drift_class_is_detected_and_repaired_as_specified() {
     assert_eq!((clean.totals.drift(), clean.totals.current), (0, 10));
 }
 
+/// A quiet, whole board: every member is current at the first look, so none is read again.
+/// Observations paired with the wrong members (a slip in how the pass keeps its chunks in the
+/// air) would look like drift at the first look and be read again; the re-check would then find
+/// them current and hide the slip from every other count, but not from this one.
+#[tokio::test]
+async fn a_quiet_whole_board_is_current_at_the_first_look() {
+    let env = projected_env(1_000, |s| s.reconciler.chunk_size = Count::of(50)).await;
+    let t = pass(&env).await.totals;
+    assert_eq!(
+        (t.checked, t.current, t.rechecked, t.drift()),
+        (1_000, 1_000, 0, 0),
+        "{t:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_dry_run_reports_and_changes_nothing() {
     let env = projected_env(20, |_| {}).await;
