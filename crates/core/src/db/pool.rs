@@ -66,12 +66,14 @@ impl Database {
             .recycle_timeout(Some(settings.connect_timeout()))
             .build()
             .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let statements = Statements::for_pooler(settings.transaction_pooler);
+        let round_trip_timeout = settings.round_trip_timeout();
         Ok(Self {
+            wakeup: Arc::new(Wakeup::new(pool.clone(), statements, round_trip_timeout)),
             pool,
-            round_trip_timeout: settings.round_trip_timeout(),
+            round_trip_timeout,
             url_for_logs: redact_url(&settings.url).into(),
-            wakeup: Arc::new(Wakeup::new()),
-            statements: Statements::for_pooler(settings.transaction_pooler),
+            statements,
             tls: params.tls,
         })
     }
@@ -193,8 +195,7 @@ impl Database {
     /// Wakes idle projectors soon (a coalesced NOTIFY on a pooled connection); returns at
     /// once. Called after a commit that wrote outbox rows.
     pub fn wake_projectors(&self) {
-        self.wakeup
-            .poke(&self.pool, self.statements, self.round_trip_timeout);
+        self.wakeup.poke();
     }
 
     /// The URL with its password hidden, for log lines.

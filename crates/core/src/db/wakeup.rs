@@ -40,27 +40,34 @@ struct Shared {
 pub(super) struct Wakeup {
     shared: Arc<Shared>,
     task: OnceLock<()>,
+    /// What the task sends its NOTIFYs with, handed to it when it starts.
+    pool: Pool,
+    statements: Statements,
+    round_trip_timeout: Duration,
 }
 
 impl Wakeup {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(pool: Pool, statements: Statements, round_trip_timeout: Duration) -> Self {
         Self {
             shared: Arc::new(Shared {
                 poke: Notify::new(),
                 closed: AtomicBool::new(false),
             }),
             task: OnceLock::new(),
+            pool,
+            statements,
+            round_trip_timeout,
         }
     }
 
     /// Asks for a NOTIFY soon; returns at once. Must run inside a Tokio runtime.
-    pub(super) fn poke(&self, pool: &Pool, statements: Statements, round_trip_timeout: Duration) {
+    pub(super) fn poke(&self) {
         self.task.get_or_init(|| {
             tokio::spawn(run(
-                pool.clone(),
-                statements,
+                self.pool.clone(),
+                self.statements,
                 self.shared.clone(),
-                round_trip_timeout,
+                self.round_trip_timeout,
             ));
         });
         // Stores one permit if the task is busy: any number of pokes make one more NOTIFY.
