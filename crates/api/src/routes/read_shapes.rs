@@ -121,14 +121,17 @@ pub struct Page {
 }
 
 impl Page {
+    /// Owned, so that an answer of its own (`around`) moves its entries into the JSON answer
+    /// instead of copying each one; a coalesced page shared with other readers is copied by
+    /// its caller (`Arc::unwrap_or_clone`).
     pub(super) fn new(
-        page: &ledgerboard_core::ranking::Page,
+        page: ledgerboard_core::ranking::Page,
         period: Option<String>,
         cohort: Option<u32>,
         freshness: Freshness,
     ) -> Self {
         Self {
-            entries: page.entries.clone(),
+            entries: page.entries,
             total: page.total,
             next: page.next.as_ref().map(Cursor::encode),
             period,

@@ -283,7 +283,12 @@ pub async fn top(
         |page| page.total > 0,
     )
     .await?;
-    Ok(Json(Page::new(&page, period, target.cohort, freshness)))
+    Ok(Json(Page::new(
+        Arc::unwrap_or_clone(page),
+        period,
+        target.cohort,
+        freshness,
+    )))
 }
 
 /// One member's score, version and rank.
@@ -471,5 +476,5 @@ pub async fn around(
     )
     .await?;
     let page = page.ok_or(ApiError::NotFound)?;
-    Ok(Json(Page::new(&page, period, target.cohort, freshness)))
+    Ok(Json(Page::new(page, period, target.cohort, freshness)))
 }

@@ -231,18 +231,25 @@ async fn page(
     if found == 0 {
         return Ok(Sealed { value: None, seal });
     }
+    if flat.len() % 2 != 0 {
+        return Err(ReadModelError::Reply("an odd page reply".into()));
+    }
     let mut rows = Vec::with_capacity(flat.len() / 2);
     let mut meta = meta.into_iter();
-    for pair in flat.chunks(2) {
-        let [m, score] = pair else {
-            return Err(ReadModelError::Reply("an odd page reply".into()));
-        };
+    let mut flat = flat.into_iter();
+    while let (Some(m), Some(score)) = (flat.next(), flat.next()) {
         // A member that does not decode was written by hand (the reconciler removes it);
         // shown as it is, like any other member the seal does not vouch for.
-        let (user_id, key) = member::user_of(m).unwrap_or((m.as_str(), Key::tie(0)));
+        let (user_id, key) = member::user_of(&m).unwrap_or((m.as_str(), Key::tie(0)));
+        // Most boards' members are their user ids: the reply's string is kept, not copied.
+        let user_id = if user_id.len() == m.len() {
+            m
+        } else {
+            user_id.to_owned()
+        };
         rows.push(Row {
-            user_id: user_id.to_owned(),
-            score: score_of(score)?,
+            user_id,
+            score: score_of(&score)?,
             key,
             metadata: meta.next().flatten(),
         });
