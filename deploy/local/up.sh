@@ -53,14 +53,16 @@ cargo build -q "${cargo_flags[@]}" --workspace --bins
 
 # A second `just up` restarts the daemons rather than starting a second set.
 "$(dirname "$0")/down.sh" --daemons-only
-# Webhooks to http:// receivers (one on this machine) are allowed here, and only here
-# (docs/dispatcher.md): the api accepts such subscriptions, the dispatcher delivers to them.
+# Webhooks to http:// receivers and to receivers on this machine (loopback, private addresses)
+# are allowed here, and only here (docs/dispatcher.md): the api accepts such subscriptions, the
+# dispatcher delivers to them.
 start_daemon api ledgerboard-api \
     "LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP=${LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP:-true}"
 for i in $(seq "$PROJECTORS"); do start_projector "$i"; done
 start_daemon reconciler ledgerboard-reconciler
 start_daemon dispatcher ledgerboard-dispatcher \
-    "LEDGERBOARD__DISPATCHER__ALLOW_HTTP=${LEDGERBOARD__DISPATCHER__ALLOW_HTTP:-true}"
+    "LEDGERBOARD__DISPATCHER__ALLOW_HTTP=${LEDGERBOARD__DISPATCHER__ALLOW_HTTP:-true}" \
+    "LEDGERBOARD__DISPATCHER__ALLOW_PRIVATE_ADDRESSES=${LEDGERBOARD__DISPATCHER__ALLOW_PRIVATE_ADDRESSES:-true}"
 wait_started api ledgerboard-api
 for i in $(seq "$PROJECTORS"); do wait_started "projector-$i" ledgerboard-projector; done
 wait_started reconciler ledgerboard-reconciler

@@ -131,6 +131,7 @@ impl Rig {
         }
         let mut sections = Sections::default();
         sections.dispatcher.allow_http = true;
+        sections.dispatcher.allow_private_addresses = true;
         let settings = stack.settings.with(sections);
         let dispatcher = Dispatcher::new(settings, db)?;
         let running = tokio::spawn(dispatcher.run(stop.clone()));

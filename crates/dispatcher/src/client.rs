@@ -7,7 +7,11 @@
 //! A lane keeps its connection between its deliveries ([`Connection`]); one that the receiver
 //! closed meanwhile is noticed before the request goes, or when it fails before any answer,
 //! and the request is sent once more on a new connection.
+//!
+//! The client resolves a receiver's host itself and connects only to public addresses unless
+//! `dispatcher.allow_private_addresses` (`address.rs` says why).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use crate::address;
 use crate::metrics::Outcome;
 use crate::settings::DispatcherSettings;
 
@@ -121,6 +126,7 @@ pub struct Client {
     connect_timeout: Duration,
     request_timeout: Duration,
     pub allow_http: bool,
+    allow_private_addresses: bool,
 }
 
 trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
@@ -146,6 +152,7 @@ impl Client {
             connect_timeout: settings.connect_timeout(),
             request_timeout: settings.request_timeout(),
             allow_http: settings.allow_http,
+            allow_private_addresses: settings.allow_private_addresses,
         })
     }
 
@@ -193,9 +200,7 @@ impl Client {
             .min(deadline.saturating_duration_since(Instant::now()));
         let what = format!("{}:{}", target.host, target.port);
         let open = async {
-            let tcp = TcpStream::connect((target.host.as_str(), target.port))
-                .await
-                .map_err(|e| SendError::Unreachable(format!("connect {what}: {e}")))?;
+            let tcp = connect_any(&self.addresses(target).await?, &what).await?;
             let _ = tcp.set_nodelay(true);
             let io: Box<dyn Io> = if target.https {
                 let connector = self
@@ -227,6 +232,34 @@ impl Client {
         tokio::time::timeout(limit, open)
             .await
             .map_err(|_| SendError::Timeout(format!("no connection to {what} within {limit:?}")))?
+    }
+
+    /// The addresses to connect to for `target`, resolved here (a literal address is its own):
+    /// the public ones, or every one with `dispatcher.allow_private_addresses`. A host with
+    /// none left is refused, naming the address and its kind.
+    async fn addresses(&self, target: &Target) -> Result<Vec<SocketAddr>, SendError> {
+        let host = target.host.as_str();
+        let found: Vec<SocketAddr> = tokio::net::lookup_host((host, target.port))
+            .await
+            .map_err(|e| SendError::Unreachable(format!("resolve {host}: {e}")))?
+            .collect();
+        if self.allow_private_addresses {
+            return Ok(found);
+        }
+        let (public, private): (Vec<_>, Vec<_>) = found
+            .into_iter()
+            .partition(|a| address::private_kind(a.ip()).is_none());
+        match (public.is_empty(), private.first()) {
+            (true, Some(a)) => Err(SendError::Refused(format!(
+                "{host} is at {}, a {} address, and dispatcher.allow_private_addresses is false: only receivers at public addresses are delivered to",
+                a.ip(),
+                address::private_kind(a.ip()).unwrap_or("non-public"),
+            ))),
+            (true, None) => Err(SendError::Unreachable(format!(
+                "resolve {host}: no address"
+            ))),
+            (false, _) => Ok(public),
+        }
     }
 
     /// One request on `c` and its answer's status; whether the connection may serve the next.
@@ -273,6 +306,22 @@ impl Client {
             SendError::Timeout(format!("no whole answer within {:?}", self.request_timeout))
         })?
     }
+}
+
+/// A TCP connection to the first of `addresses` that accepts one, tried in order (as
+/// `TcpStream::connect` tries a name's addresses); the last failure when none does.
+async fn connect_any(addresses: &[SocketAddr], what: &str) -> Result<TcpStream, SendError> {
+    let mut last = None;
+    for a in addresses {
+        match TcpStream::connect(a).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(SendError::Unreachable(match last {
+        Some(e) => format!("connect {what}: {e}"),
+        None => format!("connect {what}: no address"),
+    }))
 }
 
 fn tls_connector(roots: rustls::RootCertStore) -> Result<TlsConnector, tls::TlsFileError> {

@@ -38,12 +38,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
     daemon
         .serve_admin(admin_addr, "dispatcher.admin_listen", health)
         .await?;
-    let (workers, allow_http) = (
-        settings.dispatcher.workers.get(),
-        settings.dispatcher.allow_http,
-    );
+    let d = &settings.dispatcher;
+    let (workers, allow_http, allow_private_addresses) =
+        (d.workers.get(), d.allow_http, d.allow_private_addresses);
     let dispatcher = Dispatcher::new(settings, daemon.db.clone())?;
-    tracing::info!(workers, allow_http, "{NAME} started");
+    tracing::info!(
+        workers,
+        allow_http,
+        allow_private_addresses,
+        "{NAME} started"
+    );
     dispatcher.run(daemon.cancel.clone()).await;
     daemon.stop().await;
     Ok(())

@@ -55,6 +55,12 @@ pub struct DispatcherSettings {
     /// Deliver to `http://` URLs too. Off by default: only `https://` receivers get events; an
     /// http subscription's deliveries fail with an error saying so. For local stacks and tests.
     pub allow_http: bool,
+    /// Deliver to receivers at loopback, private, link-local and other non-public addresses
+    /// (`address.rs`). Off by default: a subscription's URL must not reach inside the
+    /// operator's network (server-side request forgery); a receiver whose host resolves only
+    /// to such addresses gets nothing, and its lane's error says so. For local stacks and
+    /// tests, and for receivers deliberately inside the cluster.
+    pub allow_private_addresses: bool,
     /// A PEM file of the CAs that https receivers' certificates must chain to; empty: the
     /// system's roots (the image's ca-certificates). For receivers behind a private CA.
     pub ca_file: String,
@@ -79,6 +85,7 @@ impl Default for DispatcherSettings {
             poll_interval_ms: const { Millis::of(500) },
             batch_size: const { Count::of(100) },
             allow_http: false,
+            allow_private_addresses: false,
             ca_file: String::new(),
             readiness_stale_ms: const { Millis::of(10_000) },
         }
@@ -177,6 +184,7 @@ mod tests {
     fn defaults_are_valid() {
         assert_eq!(load(&[]).expect("defaults load"), Settings::default());
         assert!(!Settings::default().dispatcher.allow_http);
+        assert!(!Settings::default().dispatcher.allow_private_addresses);
     }
 
     #[test]

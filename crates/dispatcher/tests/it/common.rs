@@ -29,12 +29,14 @@ use uuid::Uuid;
 /// The dispatcher's settings in a test environment of its own.
 pub type TestEnv = ledgerboard_testkit::TestEnv<Sections>;
 
-/// A test environment whose dispatcher delivers to http (the receivers are local), retries
+/// A test environment whose dispatcher delivers to http at loopback (the receivers are local:
+/// `allow_http`, `allow_private_addresses`; `addresses.rs` turns the latter off), retries
 /// quickly and never opens a circuit or parks unless the test says so.
 pub async fn env(tweak: impl FnOnce(&mut ledgerboard_dispatcher::settings::Settings)) -> TestEnv {
     TestEnv::new(|s| {
         let d = &mut s.dispatcher;
         d.allow_http = true;
+        d.allow_private_addresses = true;
         d.admin_listen = "127.0.0.1:0".into();
         d.request_timeout_ms = ledgerboard_core::config::Millis::of(1_000);
         d.connect_timeout_ms = ledgerboard_core::config::Millis::of(1_000);
@@ -318,18 +320,29 @@ pub async fn subscribe(
     lanes: i32,
     boards: &[&str],
 ) -> String {
-    let created = webhook::create(
-        db,
-        &NewSubscription {
-            url: receiver.url(path),
-            boards: boards.iter().map(|b| (*b).to_owned()).collect(),
-            lanes: Some(lanes),
-            ..NewSubscription::default()
-        },
-        Schemes::HttpAllowed,
-    )
-    .await
-    .expect("subscribe");
+    let new = NewSubscription {
+        url: receiver.url(path),
+        boards: boards.iter().map(|b| (*b).to_owned()).collect(),
+        lanes: Some(lanes),
+        ..NewSubscription::default()
+    };
+    subscribe_as(db, receiver, &new).await
+}
+
+/// Subscribes everything at `url` (http allowed) for `receiver`, which checks with the
+/// subscription's secret.
+pub async fn subscribe_url(db: &Database, receiver: &Receiver, url: String) -> String {
+    let new = NewSubscription {
+        url,
+        ..NewSubscription::default()
+    };
+    subscribe_as(db, receiver, &new).await
+}
+
+async fn subscribe_as(db: &Database, receiver: &Receiver, new: &NewSubscription) -> String {
+    let created = webhook::create(db, new, Schemes::HttpAllowed)
+        .await
+        .expect("subscribe");
     receiver.set_secret(&created.secret);
     created.subscription.id
 }
@@ -411,4 +424,12 @@ pub fn assert_in_order_per_board(log: &[Received]) {
 pub fn assert_all_signed(log: &[Received]) {
     let bad: Vec<_> = log.iter().filter(|r| r.verified.is_err()).collect();
     assert!(bad.is_empty(), "requests whose signature failed: {bad:?}");
+}
+
+/// The error of the subscription's first lane's last attempt (empty: none).
+pub async fn last_error(db: &Database, sub: &str) -> String {
+    webhook::get(db, sub).await.expect("get").lane_status[0]
+        .last_error
+        .clone()
+        .unwrap_or_default()
 }

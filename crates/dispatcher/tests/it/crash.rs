@@ -84,6 +84,7 @@ fn vars(env: &crate::common::TestEnv) -> Vec<(String, String)> {
     let mut vars = daemon_env(&env.db, &env.redis);
     for (k, v) in [
         ("LEDGERBOARD__DISPATCHER__ALLOW_HTTP", "true"),
+        ("LEDGERBOARD__DISPATCHER__ALLOW_PRIVATE_ADDRESSES", "true"),
         ("LEDGERBOARD__DISPATCHER__REQUEST_TIMEOUT_MS", "1000"),
         ("LEDGERBOARD__DISPATCHER__CONNECT_TIMEOUT_MS", "1000"),
         ("LEDGERBOARD__DISPATCHER__BACKOFF_FIRST_MS", "20"),

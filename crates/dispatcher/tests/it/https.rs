@@ -4,33 +4,10 @@
 
 use std::time::Duration;
 
-use crate::common::{Receiver, env, post, start_dispatcher};
-use ledgerboard_core::db::Database;
-use ledgerboard_core::webhook::{self, NewSubscription, Schemes};
+use crate::common::{Receiver, env, last_error, post, start_dispatcher, subscribe_url};
+use ledgerboard_core::webhook;
 use ledgerboard_testkit::tls::TestPki;
 use ledgerboard_testkit::wait_until;
-
-async fn subscribe_url(db: &Database, receiver: &Receiver, url: String) -> String {
-    let created = webhook::create(
-        db,
-        &NewSubscription {
-            url,
-            ..NewSubscription::default()
-        },
-        Schemes::HttpAllowed,
-    )
-    .await
-    .expect("subscribe");
-    receiver.set_secret(&created.secret);
-    created.subscription.id
-}
-
-async fn last_error(db: &Database, sub: &str) -> String {
-    webhook::get(db, sub).await.expect("get").lane_status[0]
-        .last_error
-        .clone()
-        .unwrap_or_default()
-}
 
 #[tokio::test]
 async fn https_is_delivered_to_a_trusted_certificate_only_and_http_only_when_allowed() {

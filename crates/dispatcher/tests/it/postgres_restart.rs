@@ -26,6 +26,7 @@ fn settings_on(pg: &PostgresServer, redis: &TestRedis) -> Settings {
     settings.events.sequence_interval_ms = Millis::of(20);
     let d = &mut settings.dispatcher;
     d.allow_http = true;
+    d.allow_private_addresses = true;
     d.admin_listen = "127.0.0.1:0".into();
     d.request_timeout_ms = Millis::of(1_000);
     d.connect_timeout_ms = Millis::of(1_000);
