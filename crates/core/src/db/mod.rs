@@ -6,6 +6,7 @@
 //! [`Op`]) run by [`Database::query`] and its siblings (pooled, bounded, timed) or by
 //! [`Statements::query`] and its siblings on a transaction the caller holds (timed).
 
+mod bounds;
 mod errors;
 pub mod group_queue;
 pub mod history;

@@ -5,10 +5,11 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 
+use super::bounds::Bounds;
 use super::errors::StoreError;
-use super::metrics::{self, Op};
+use super::metrics::Op;
 use super::statement::{Params, Statement, Statements};
-use super::tls::{MakeRustlsConnect, connect_params};
+use super::tls::connect_params;
 use super::wakeup::Wakeup;
 use crate::backoff::Backoff;
 use crate::config::{DatabaseSettings, redact_url};
@@ -17,13 +18,10 @@ use crate::config::{DatabaseSettings, redact_url};
 #[derive(Clone)]
 pub struct Database {
     pool: Pool,
-    round_trip_timeout: Duration,
+    bounds: Bounds,
     url_for_logs: Arc<str>,
     wakeup: Arc<Wakeup>,
     statements: Statements,
-    /// The sessions' TLS, for the cancel requests (a connection of their own, with the same
-    /// `sslmode` and verification as the session they cancel).
-    tls: MakeRustlsConnect,
 }
 
 impl Database {
@@ -67,14 +65,16 @@ impl Database {
             .build()
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         let statements = Statements::for_pooler(settings.transaction_pooler);
-        let round_trip_timeout = settings.round_trip_timeout();
+        let bounds = Bounds {
+            round_trip_timeout: settings.round_trip_timeout(),
+            tls: params.tls,
+        };
         Ok(Self {
-            wakeup: Arc::new(Wakeup::new(pool.clone(), statements, round_trip_timeout)),
+            wakeup: Arc::new(Wakeup::new(pool.clone(), statements, bounds.clone())),
             pool,
-            round_trip_timeout,
+            bounds,
             url_for_logs: redact_url(&settings.url).into(),
             statements,
-            tls: params.tls,
         })
     }
 
@@ -155,37 +155,7 @@ impl Database {
     where
         F: AsyncFnOnce(&Object) -> Result<T, tokio_postgres::Error>,
     {
-        let started = std::time::Instant::now();
-        // Dropping a query's future does not stop it on the server: without a cancel request
-        // an abandoned query (its caller timed out or went away) would keep running on a
-        // connection and hold its locks until statement_timeout. The guard sends one unless the
-        // call finished, and keeps that connection out of the pool: the cancel arrives when it
-        // arrives, and would otherwise cancel whatever the next borrower sends on it.
-        let guard = CancelOnDrop {
-            token: Some(client.cancel_token()),
-            tls: self.tls.clone(),
-            client: Some(client),
-        };
-        let outcome = match guard.client.as_ref() {
-            Some(client) => tokio::time::timeout(self.round_trip_timeout, call(client)).await,
-            None => unreachable!("the guard holds the client until it is disarmed"),
-        };
-        metrics::record(op, started);
-        match outcome {
-            Ok(Ok(value)) => Ok((guard.disarm(), value)),
-            Ok(Err(e)) => {
-                drop(guard.disarm());
-                Err(e.into())
-            }
-            Err(_) => {
-                // The guard cancels the query and drops the connection out of the pool.
-                drop(guard);
-                Err(StoreError::Unavailable(format!(
-                    "no answer from the database within {:?}",
-                    self.round_trip_timeout
-                )))
-            }
-        }
+        self.bounds.run(op, client, call).await
     }
 
     pub fn statements(&self) -> Statements {
@@ -209,52 +179,6 @@ impl Database {
 
     pub fn close(&self) {
         self.pool.close();
-    }
-}
-
-/// Holds a connection while its query runs. Dropped before [`CancelOnDrop::disarm`] (its
-/// caller gave up: a read's lag measurement timed out, the HTTP request was dropped, or the
-/// round-trip bound ran out), it sends a cancel request for the query in flight and takes the
-/// connection out of the pool.
-struct CancelOnDrop {
-    token: Option<tokio_postgres::CancelToken>,
-    tls: MakeRustlsConnect,
-    client: Option<Object>,
-}
-
-/// How long a cancel request may take; it is a connection of its own to the server.
-const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
-
-impl CancelOnDrop {
-    /// The call finished: the connection, for the pool.
-    fn disarm(mut self) -> Object {
-        self.token = None;
-        match self.client.take() {
-            Some(client) => client,
-            None => unreachable!("disarm is called once, on a guard holding its client"),
-        }
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(token) = self.token.take() else {
-            return;
-        };
-        if let Some(client) = self.client.take() {
-            drop(Object::take(client));
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let tls = self.tls.clone();
-        runtime.spawn(async move {
-            match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(tls)).await {
-                Ok(Ok(())) => metrics::cancelled(),
-                Ok(Err(e)) => tracing::warn!(error = %e, "could not cancel an abandoned query"),
-                Err(_) => tracing::warn!("cancelling an abandoned query timed out"),
-            }
-        });
     }
 }
 

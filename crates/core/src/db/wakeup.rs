@@ -15,6 +15,7 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio::sync::Notify;
 
+use super::bounds::Bounds;
 use super::metrics::Op;
 use super::statement::{Statement, Statements};
 
@@ -43,11 +44,11 @@ pub(super) struct Wakeup {
     /// What the task sends its NOTIFYs with, handed to it when it starts.
     pool: Pool,
     statements: Statements,
-    round_trip_timeout: Duration,
+    bounds: Bounds,
 }
 
 impl Wakeup {
-    pub(super) fn new(pool: Pool, statements: Statements, round_trip_timeout: Duration) -> Self {
+    pub(super) fn new(pool: Pool, statements: Statements, bounds: Bounds) -> Self {
         Self {
             shared: Arc::new(Shared {
                 poke: Notify::new(),
@@ -56,7 +57,7 @@ impl Wakeup {
             task: OnceLock::new(),
             pool,
             statements,
-            round_trip_timeout,
+            bounds,
         }
     }
 
@@ -67,7 +68,7 @@ impl Wakeup {
                 self.pool.clone(),
                 self.statements,
                 self.shared.clone(),
-                self.round_trip_timeout,
+                self.bounds.clone(),
             ));
         });
         // Stores one permit if the task is busy: any number of pokes make one more NOTIFY.
@@ -82,27 +83,27 @@ impl Drop for Wakeup {
     }
 }
 
-async fn run(
-    pool: Pool,
-    statements: Statements,
-    shared: Arc<Shared>,
-    round_trip_timeout: Duration,
-) {
+async fn run(pool: Pool, statements: Statements, shared: Arc<Shared>, bounds: Bounds) {
     loop {
         shared.poke.notified().await;
         if shared.closed.load(Ordering::Acquire) {
             return;
         }
-        let sent = tokio::time::timeout(round_trip_timeout, async {
+        // The pool's own bounds limit the wait for a connection; the NOTIFY is bounded as
+        // every call through the database is: a NOTIFY that gets no answer in time is
+        // cancelled and its connection kept out of the pool, where the next command would
+        // otherwise queue behind it (and a late cancel would hit that command).
+        let sent = async {
             let client = pool.get().await.map_err(|e| e.to_string())?;
-            statements
-                .execute(&client, &WAKEUP, [])
+            bounds
+                .run(Op::Wakeup, client, async |c| {
+                    statements.execute_untimed(c, &WAKEUP, []).await
+                })
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("no answer within {round_trip_timeout:?}")));
+        }
+        .await;
         match sent {
             Ok(()) => tokio::time::sleep(MIN_INTERVAL).await,
             Err(e) => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ledgerboard_core::board::ScoreCommand;
 use ledgerboard_core::board::apply_score_command;
-use ledgerboard_core::config::{Count, DatabaseSettings};
+use ledgerboard_core::config::{Count, DatabaseSettings, Millis};
 use ledgerboard_core::db::wakeup::OUTBOX_CHANNEL;
 use ledgerboard_core::db::{Database, migrate};
 use ledgerboard_core::model::{BoardId, Delta, EventId, UserId};
@@ -117,4 +117,92 @@ async fn commands_wake_the_projectors_with_coalesced_notifications() {
         (1..u64::from(commands) / 2).contains(&sent),
         "{sent} notifications for {commands} commands"
     );
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a process of this machine's PostgreSQL.
+fn signal(signal: &str, pid: i32) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// A backend stopped (SIGSTOP) until this is dropped, so that a failing assertion never leaves
+/// it stopped.
+struct Stopped(i32);
+
+impl Stopped {
+    fn new(pid: i32) -> Self {
+        signal("STOP", pid);
+        Self(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal("CONT", self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_wakeup_without_an_answer_is_cancelled_and_its_connection_leaves_the_pool() {
+    let test_db = TestDb::create().await;
+    // One connection, so the command and the wake-up share it; a round trip bound of 1.2 s.
+    let settings = DatabaseSettings {
+        url: test_db.url.as_str().into(),
+        pool_max_size: Count::of(1),
+        statement_timeout_ms: Millis::of(200),
+        ..DatabaseSettings::default()
+    };
+    migrate(&settings).await.expect("migrate");
+    let (_listener, count) = listen(&test_db.url).await;
+    let db = Database::connect(&settings, "wakeup-stopped").expect("pool");
+    apply_score_command(&db, &command(0), None)
+        .await
+        .expect("command");
+    assert!(wait_for(&count, 1).await, "no notification after a command");
+    let admin = test_db.client().await;
+    let pid: i32 = admin
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'wakeup-stopped'",
+            &[],
+        )
+        .await
+        .expect("the pool's one backend")
+        .get(0);
+    assert_eq!(db.status().size, 1);
+
+    // The backend stops answering (a hung server, as the wake-up sees it) and the projectors
+    // are woken: the NOTIFY runs into the bound, is cancelled, and its connection is not
+    // handed to the next command.
+    let stopped = Stopped::new(pid);
+    db.wake_projectors();
+    let left = wait_until(Duration::from_secs(10), || async { db.status().size == 0 }).await;
+    drop(stopped);
+    assert!(
+        left.is_some(),
+        "the unanswered NOTIFY's connection went back to the pool"
+    );
+    // The next command gets a connection of its own and goes through.
+    apply_score_command(&db, &command(1), None)
+        .await
+        .expect("a command after the hung wake-up");
+    // And the stopped backend's session ends once it runs again (cancelled, its client gone).
+    let gone = wait_until(Duration::from_secs(10), || async {
+        let pids: Vec<i32> = admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'wakeup-stopped'",
+                &[],
+            )
+            .await
+            .expect("backends")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        !pids.contains(&pid)
+    })
+    .await;
+    assert!(gone.is_some(), "the stopped backend {pid} still runs");
 }
