@@ -199,9 +199,10 @@ pub fn command_json(board: &str, field: &str, value: impl FnOnce(u64) -> String)
 
 /// The API's command statement with pgbench variables for its parameters: the event id is
 /// built from two random 64-bit numbers (so one statement uses one id in all three places),
-/// the user and the delta are drawn like the API load's, no trace context.
+/// the user and the delta are drawn like the API load's, no trace context. The unguarded one,
+/// as the api runs it for this undeclared board's commands (`board/guarded.rs`).
 fn pgbench_script() -> String {
-    pgbench_script_of(Operator::Add.statement().sql())
+    pgbench_script_of(Operator::Add.statement(false).sql())
 }
 
 /// [`pgbench_script`] of `sql`, an `add` statement (the events section's with and without its

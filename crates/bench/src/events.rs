@@ -112,7 +112,7 @@ pub async fn run(quick: bool, out: &Path) -> anyhow::Result<EventsFigures> {
 
 /// The `add` statement as pgbench runs it (`commands.rs`), with or without its event.
 fn script(without_event: bool) -> String {
-    let mut sql = Operator::Add.statement().sql().to_owned();
+    let mut sql = Operator::Add.statement(false).sql().to_owned();
     if without_event {
         sql = strip_event(&sql);
     }
@@ -169,7 +169,9 @@ impl EventsFigures {
 mod tests {
     #[test]
     fn the_statement_without_its_event_has_neither_the_event_nor_the_lock() {
-        let sql = ledgerboard_core::board::Operator::Add.statement().sql();
+        let sql = ledgerboard_core::board::Operator::Add
+            .statement(false)
+            .sql();
         assert!(sql.contains("logged AS (") && sql.contains("FOR UPDATE"));
         let off = super::strip_event(sql);
         assert!(!off.contains("logged AS ("));

@@ -4,6 +4,7 @@
 use tokio_postgres::Row;
 
 use super::command::ScoreCommand;
+use super::guarded;
 use super::operator::PARAMETER_COUNT;
 use crate::db::{Database, Params, StoreError};
 use crate::model::{BoardId, CommandOutcome};
@@ -25,12 +26,13 @@ pub async fn apply_score_command(
     cmd: &ScoreCommand,
     traceparent: Option<&str>,
 ) -> Result<CommandOutcome, StoreError> {
-    let statement = cmd.operator.statement();
     let bound = Bound::new(cmd, traceparent);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let result = db.query_one(statement, bound.params()).await;
+        // Chosen again on every run: a competition's board found by the unguarded statement
+        // runs guarded the next time.
+        let result = db.query_one(guarded::statement(cmd), bound.params()).await;
         let row = match result {
             Ok(row) => row,
             Err(StoreError::Contended(_)) if attempt < MAX_ATTEMPTS => continue,
@@ -123,6 +125,11 @@ pub(super) fn answer(cmd: &ScoreCommand, row: &Row) -> Result<Answer, StoreError
         "stale_definition" => return Err(StoreError::DefinitionChanged),
         "score_out_of_range" => return Err(StoreError::ScoreOutOfRange),
         "retry" => return Ok(Answer::Retry),
+        // The unguarded statement found a competition: nothing written; run it guarded.
+        guarded::OUTCOME => {
+            guarded::remember(&cmd.board);
+            return Ok(Answer::Retry);
+        }
         code if code.starts_with("competition_") => {
             return Err(StoreError::CompetitionRefused(code.to_owned()));
         }

@@ -39,6 +39,7 @@ use tokio::sync::oneshot;
 
 use super::apply::Bound;
 use super::command::ScoreCommand;
+use super::guarded;
 use super::link::{Judged, Refused, apply_set, judge_rows};
 use super::operator::PARAMETER_COUNT;
 use crate::db::group_queue::GroupQueue;
@@ -171,7 +172,7 @@ async fn together(db: &Database, group: &[Pending]) -> Result<Option<Vec<Judged>
     let runs: Vec<pipeline::Run<'_, PARAMETER_COUNT>> = slots
         .iter()
         .zip(&bound)
-        .map(|(slot, b)| (cmd(slot).operator.statement(), b.params()))
+        .map(|(slot, b)| (guarded::statement(cmd(slot)), b.params()))
         .collect();
     pipeline::together_then(db, Op::CommandGroup, &runs, |rows| {
         let mut answered: Vec<Vec<(usize, &tokio_postgres::Row)>> = group

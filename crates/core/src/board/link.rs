@@ -20,6 +20,7 @@ use tokio_postgres::Row;
 
 use super::apply::{Answer, Bound, MAX_ATTEMPTS, answer, apply_score_command};
 use super::command::ScoreCommand;
+use super::guarded;
 use super::operator::PARAMETER_COUNT;
 use crate::db::pipeline::{self, Finish};
 use crate::db::{Database, Op, StoreError};
@@ -133,14 +134,16 @@ pub async fn apply_set(
         .iter()
         .map(|&i| Bound::new(&set[i], traceparent))
         .collect();
-    let runs: Vec<pipeline::Run<'_, PARAMETER_COUNT>> = order
-        .iter()
-        .zip(&bound)
-        .map(|(&i, b)| (set[i].operator.statement(), b.params()))
-        .collect();
     let mut attempt = 0;
     loop {
         attempt += 1;
+        // Chosen again on every run: a competition's board found by the unguarded statement
+        // runs guarded the next time.
+        let runs: Vec<pipeline::Run<'_, PARAMETER_COUNT>> = order
+            .iter()
+            .zip(&bound)
+            .map(|(&i, b)| (guarded::statement(&set[i]), b.params()))
+            .collect();
         let judged = pipeline::together_then(db, Op::ScoreCommand, &runs, |rows| {
             let judged = judge_rows(set, order.iter().copied().zip(&rows));
             let finish = match judged {

@@ -17,6 +17,7 @@ mod command;
 pub mod definition;
 pub mod group;
 pub mod guard;
+mod guarded;
 pub mod link;
 pub mod moderation;
 pub mod operator;

@@ -82,18 +82,25 @@ const PARAMETERS: [Type; PARAMETER_COUNT] = [
     Type::UUID,
 ];
 
-/// The shared head and tail of every operator's statement, around its part.
+/// The shared parts of every operator's statement, around its own part: the head, the guards
+/// (`GUARDS`, or `UNGUARDED` in their place), the member's row, and the tail.
 pub const HEAD: &str = include_str!("sql/command/head.sql");
+pub const GUARDS: &str = include_str!("sql/command/guards.sql");
+pub const UNGUARDED: &str = include_str!("sql/command/unguarded.sql");
+pub const HOLD: &str = include_str!("sql/command/hold.sql");
 pub const TAIL: &str = include_str!("sql/command/tail.sql");
 
-/// One operator's statement, assembled at compile time from the head, its part and the tail.
+/// One operator's statement, assembled at compile time from the head, the guards (`guards` or
+/// `unguarded`), the member's row, its part and the tail.
 macro_rules! command_statement {
-    ($part:literal) => {
+    ($guards:literal, $part:literal) => {
         Statement::new(
             Op::ScoreCommand,
             concat!(
                 include_str!("sql/command/head.sql"),
-                include_str!($part),
+                include_str!(concat!("sql/command/", $guards, ".sql")),
+                include_str!("sql/command/hold.sql"),
+                include_str!(concat!("sql/command/", $part, ".sql")),
                 include_str!("sql/command/tail.sql")
             ),
             PARAMETERS,
@@ -102,11 +109,16 @@ macro_rules! command_statement {
 }
 
 /// `sql/command/add.sql`: the tuple grows by the deltas, column by column.
-pub static ADD: Statement<PARAMETER_COUNT> = command_statement!("sql/command/add.sql");
+pub static ADD: Statement<PARAMETER_COUNT> = command_statement!("guards", "add");
 /// `sql/command/best.sql`: the better of the standing and the submitted tuple, whole.
-pub static BEST: Statement<PARAMETER_COUNT> = command_statement!("sql/command/best.sql");
+pub static BEST: Statement<PARAMETER_COUNT> = command_statement!("guards", "best");
 /// `sql/command/latest.sql`: the submitted tuple.
-pub static LATEST: Statement<PARAMETER_COUNT> = command_statement!("sql/command/latest.sql");
+pub static LATEST: Statement<PARAMETER_COUNT> = command_statement!("guards", "latest");
+/// The same, unguarded (`sql/command/unguarded.sql`): for a command with no attempt on a board
+/// not known to be a competition (`board/guarded.rs`).
+pub static ADD_UNGUARDED: Statement<PARAMETER_COUNT> = command_statement!("unguarded", "add");
+pub static BEST_UNGUARDED: Statement<PARAMETER_COUNT> = command_statement!("unguarded", "best");
+pub static LATEST_UNGUARDED: Statement<PARAMETER_COUNT> = command_statement!("unguarded", "latest");
 
 impl Operator {
     /// Every operator: names are parsed by looking them up here.
@@ -137,12 +149,17 @@ impl Operator {
         }
     }
 
-    /// The statement that applies one command of this operator exactly once per event id.
-    pub fn statement(self) -> &'static Statement<PARAMETER_COUNT> {
-        match self {
-            Self::Add => &ADD,
-            Self::Best => &BEST,
-            Self::Latest => &LATEST,
+    /// The statement that applies one command of this operator exactly once per event id:
+    /// `guarded` for a command with an attempt or on a board that may be a competition
+    /// (`board/guarded.rs` decides), else the one without the guards.
+    pub fn statement(self, guarded: bool) -> &'static Statement<PARAMETER_COUNT> {
+        match (self, guarded) {
+            (Self::Add, true) => &ADD,
+            (Self::Best, true) => &BEST,
+            (Self::Latest, true) => &LATEST,
+            (Self::Add, false) => &ADD_UNGUARDED,
+            (Self::Best, false) => &BEST_UNGUARDED,
+            (Self::Latest, false) => &LATEST_UNGUARDED,
         }
     }
 
@@ -438,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn each_statement_is_the_shared_head_and_tail_around_its_operators_part() {
+    fn each_statement_is_the_shared_parts_around_its_operators_part() {
         let parts = [
             include_str!("sql/command/add.sql"),
             include_str!("sql/command/best.sql"),
@@ -446,8 +463,17 @@ mod tests {
         ];
         assert_eq!(parts.len(), Operator::ALL.len());
         for (op, part) in Operator::ALL.into_iter().zip(parts) {
-            let sql = op.statement().sql();
-            assert_eq!(sql, format!("{HEAD}{part}{TAIL}"), "{op:?}");
+            assert_eq!(
+                op.statement(true).sql(),
+                format!("{HEAD}{GUARDS}{HOLD}{part}{TAIL}"),
+                "{op:?}"
+            );
+            let sql = op.statement(false).sql();
+            assert_eq!(
+                sql,
+                format!("{HEAD}{UNGUARDED}{HOLD}{part}{TAIL}"),
+                "{op:?}"
+            );
             // Nothing left to fill in: the statement takes exactly the shared parameters, and
             // its part names its operator as score_events spells it.
             assert_eq!(

@@ -180,16 +180,22 @@ const FEED: &str = "the feed reads the one log by position; Citus: the log is a 
 
 /// The statements a score command, a read or a projected row runs, by name.
 fn hot_path() -> Vec<Hot> {
+    // Each operator's statement, guarded and not (board/guarded.rs).
     let mut hot: Vec<Hot> = Operator::ALL
         .into_iter()
-        .map(|op| {
+        .flat_map(|op| {
             let part = format!("board/sql/command/{}.sql", op.as_str());
-            let files = [
-                "board/sql/command/head.sql",
-                &part,
-                "board/sql/command/tail.sql",
-            ];
-            typed(&files, op.statement(), BY_EVENT_AND_ATTEMPT)
+            [("guards", true), ("unguarded", false)].map(|(guards, guarded)| {
+                let guards = format!("board/sql/command/{guards}.sql");
+                let files = [
+                    "board/sql/command/head.sql",
+                    &guards,
+                    "board/sql/command/hold.sql",
+                    &part,
+                    "board/sql/command/tail.sql",
+                ];
+                typed(&files, op.statement(guarded), BY_EVENT_AND_ATTEMPT)
+            })
         })
         .collect();
     // The database reads (strong reads, and the fallback when the projection lags); USER runs

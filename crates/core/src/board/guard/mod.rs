@@ -208,10 +208,11 @@ async fn once(
         .map(|&i| Bound::new(&set[i], traceparent))
         .collect();
     let mut rows = Vec::with_capacity(order.len());
+    // Always the guarded statement: this path is the reviewed boards', and runs once.
     for (&i, b) in order.iter().zip(&bound) {
         rows.push(
             stmts
-                .query_one(&tx, set[i].operator.statement(), b.params())
+                .query_one(&tx, set[i].operator.statement(true), b.params())
                 .await?,
         );
     }
