@@ -191,10 +191,14 @@ fn check_observability_files(exported: &std::collections::BTreeSet<String>) {
 /// links (hex).
 type SeenSpan = (String, String, String, Vec<String>);
 
+/// A span's name and its attributes' keys, in the order the spans came.
+type SeenAttributes = (String, Vec<String>);
+
 /// What the test collector received over OTLP.
 #[derive(Clone, Default)]
 struct Received {
     spans: Arc<Mutex<Vec<SeenSpan>>>,
+    attributes: Arc<Mutex<Vec<SeenAttributes>>>,
     /// (service name, metric name)
     metrics: Arc<Mutex<Vec<(String, String)>>>,
 }
@@ -236,10 +240,13 @@ mod collector {
             request: tonic::Request<ExportTraceServiceRequest>,
         ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
             let mut spans = self.spans.lock().expect("lock");
+            let mut attributes = self.attributes.lock().expect("lock");
             for rs in request.into_inner().resource_spans {
                 let service = service_name(rs.resource.as_ref());
                 for span in rs.scope_spans.into_iter().flat_map(|s| s.spans) {
                     let links = span.links.iter().map(|l| hex(&l.trace_id)).collect();
+                    let keys = span.attributes.iter().map(|kv| kv.key.clone()).collect();
+                    attributes.push((span.name.clone(), keys));
                     spans.push((service.clone(), span.name, hex(&span.trace_id), links));
                 }
             }

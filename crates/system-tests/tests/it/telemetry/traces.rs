@@ -63,6 +63,26 @@ async fn a_commands_trace_reaches_its_projection_over_otlp() {
         request.2, TRACE_ID,
         "the request continues the caller's trace"
     );
+    // The request span carries the attributes observe.rs gives it and its target, none of
+    // the layer's other extras (busy and idle times, thread, source location:
+    // telemetry/mod.rs turns them off, as each costs every span CPU).
+    let attributes = received.attributes.lock().expect("lock").clone();
+    let (_, keys) = attributes
+        .iter()
+        .find(|(name, _)| name == &request.1)
+        .unwrap_or_else(|| panic!("no attributes recorded for {}", request.1));
+    let mut keys = keys.clone();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "http.request.method",
+            "http.response.status_code",
+            "http.route",
+            "target"
+        ],
+        "the request span's attributes"
+    );
     let batch = spans
         .iter()
         .find(|(service, name, _, _)| service == PROJECTOR && name == "project batch")
