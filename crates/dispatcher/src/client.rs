@@ -246,14 +246,21 @@ impl Client {
         if self.allow_private_addresses {
             return Ok(found);
         }
-        let (public, private): (Vec<_>, Vec<_>) = found
+        // The first address refused, with its kind, for the error when none is left.
+        let mut refused = None;
+        let public: Vec<SocketAddr> = found
             .into_iter()
-            .partition(|a| address::private_kind(a.ip()).is_none());
-        match (public.is_empty(), private.first()) {
-            (true, Some(a)) => Err(SendError::Refused(format!(
-                "{host} is at {}, a {} address, and dispatcher.allow_private_addresses is false: only receivers at public addresses are delivered to",
-                a.ip(),
-                address::private_kind(a.ip()).unwrap_or("non-public"),
+            .filter(|a| match address::private_kind(a.ip()) {
+                None => true,
+                Some(kind) => {
+                    refused.get_or_insert((a.ip(), kind));
+                    false
+                }
+            })
+            .collect();
+        match (public.is_empty(), refused) {
+            (true, Some((ip, kind))) => Err(SendError::Refused(format!(
+                "{host} is at {ip}, a {kind} address, and dispatcher.allow_private_addresses is false: only receivers at public addresses are delivered to",
             ))),
             (true, None) => Err(SendError::Unreachable(format!(
                 "resolve {host}: no address"
