@@ -57,7 +57,8 @@ cargo build -q "${cargo_flags[@]}" --workspace --bins
 # are allowed here, and only here (docs/dispatcher.md): the api accepts such subscriptions, the
 # dispatcher delivers to them.
 start_daemon api ledgerboard-api \
-    "LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP=${LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP:-true}"
+    "LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP=${LEDGERBOARD__API__WEBHOOK_ALLOW_HTTP:-true}" \
+    "LEDGERBOARD__API__WEBHOOK_ALLOW_PRIVATE_ADDRESSES=${LEDGERBOARD__API__WEBHOOK_ALLOW_PRIVATE_ADDRESSES:-true}"
 for i in $(seq "$PROJECTORS"); do start_projector "$i"; done
 start_daemon reconciler ledgerboard-reconciler
 start_daemon dispatcher ledgerboard-dispatcher \

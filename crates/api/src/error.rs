@@ -427,6 +427,7 @@ impl From<WebhookError> for ApiError {
             WebhookError::Store(_) | WebhookError::Unknown => StatusCode::NOT_FOUND,
             WebhookError::InvalidUrl(_)
             | WebhookError::HttpRefused
+            | WebhookError::PrivateAddress { .. }
             | WebhookError::InvalidKind(_)
             | WebhookError::InvalidBoards(_)
             | WebhookError::InvalidLanes

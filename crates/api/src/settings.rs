@@ -92,6 +92,11 @@ pub struct ApiSettings {
     /// (a webhook carries scores and user ids). For local stacks and tests only; the
     /// dispatcher has its own `dispatcher.allow_http`.
     pub webhook_allow_http: bool,
+    /// Accept receiver URLs that name a loopback, private, link-local or other non-public
+    /// address outright (`https://10.0.0.5/`, `http://localhost:9000/`). Off: 422
+    /// `webhook_private_address`, since the dispatcher would refuse every delivery to them
+    /// unless its own `dispatcher.allow_private_addresses`. For local stacks and tests only.
+    pub webhook_allow_private_addresses: bool,
     /// The longest long poll of `GET /v1/events` (its `wait`, at most 30 s): a larger `wait`
     /// is cut to this. Its request may take this much longer than `request_timeout_ms`. Lower
     /// it below the idle timeout of the proxies in front of the api.
@@ -141,6 +146,7 @@ impl Default for ApiSettings {
             command_group_workers: const { Count::of(4) },
             command_group_max: const { Count::of(32) },
             webhook_allow_http: false,
+            webhook_allow_private_addresses: false,
             events_max_wait_ms: const { Millis::of(30_000) },
             live_min_interval_ms: const { Millis::of(250) },
             live_heartbeat_ms: const { Millis::of(15_000) },

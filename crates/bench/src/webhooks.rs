@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use ledgerboard_core::webhook::{self, NewSubscription, Schemes};
+use ledgerboard_core::webhook::{self, NewSubscription, UrlRules};
 use ledgerboard_dispatcher::Dispatcher;
 use ledgerboard_dispatcher::settings::Sections;
 use serde::Serialize;
@@ -125,7 +125,7 @@ impl Rig {
                     lanes: Some(LANES),
                     ..NewSubscription::default()
                 },
-                Schemes::HttpAllowed,
+                UrlRules::LOCAL,
             )
             .await?;
         }

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use clap::Subcommand;
 use ledgerboard_core::config::Settings;
-use ledgerboard_core::webhook::{self, Change, NewSubscription, Schemes, Subscription, parked};
+use ledgerboard_core::webhook::{self, Change, NewSubscription, Subscription, UrlRules, parked};
 
 use crate::common;
 
@@ -36,6 +36,10 @@ pub enum WebhookCommand {
         /// dispatcher.allow_http too).
         #[arg(long)]
         allow_http: bool,
+        /// Accept a URL naming a loopback, private or link-local address (a local receiver;
+        /// the dispatcher needs dispatcher.allow_private_addresses too).
+        #[arg(long)]
+        allow_private_addresses: bool,
         #[arg(long)]
         json: bool,
     },
@@ -79,6 +83,8 @@ pub enum WebhookCommand {
         #[arg(long)]
         allow_http: bool,
         #[arg(long)]
+        allow_private_addresses: bool,
+        #[arg(long)]
         json: bool,
     },
     /// Delete a subscription with its lanes and parked deliveries.
@@ -112,11 +118,10 @@ pub enum WebhookCommand {
     },
 }
 
-fn schemes(allow_http: bool) -> Schemes {
-    if allow_http {
-        Schemes::HttpAllowed
-    } else {
-        Schemes::HttpsOnly
+fn rules(allow_http: bool, allow_private_addresses: bool) -> UrlRules {
+    UrlRules {
+        allow_http,
+        allow_private_addresses,
     }
 }
 
@@ -152,6 +157,7 @@ pub async fn run(settings: &Settings, command: WebhookCommand) -> anyhow::Result
             lanes,
             disabled,
             allow_http,
+            allow_private_addresses,
             json,
         } => {
             let new = NewSubscription {
@@ -162,7 +168,8 @@ pub async fn run(settings: &Settings, command: WebhookCommand) -> anyhow::Result
                 lanes: Some(lanes),
                 enabled: Some(!disabled),
             };
-            let created = webhook::create(&db, &new, schemes(allow_http)).await?;
+            let created =
+                webhook::create(&db, &new, rules(allow_http, allow_private_addresses)).await?;
             if json {
                 println!("{}", serde_json::to_string(&created)?);
             } else {
@@ -225,6 +232,7 @@ pub async fn run(settings: &Settings, command: WebhookCommand) -> anyhow::Result
             enable,
             disable,
             allow_http,
+            allow_private_addresses,
             json,
         } => {
             let change = Change {
@@ -237,7 +245,13 @@ pub async fn run(settings: &Settings, command: WebhookCommand) -> anyhow::Result
                     _ => None,
                 },
             };
-            let s = webhook::update(&db, &id, &change, schemes(allow_http)).await?;
+            let s = webhook::update(
+                &db,
+                &id,
+                &change,
+                rules(allow_http, allow_private_addresses),
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
             } else {

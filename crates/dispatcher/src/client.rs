@@ -9,7 +9,7 @@
 //! and the request is sent once more on a new connection.
 //!
 //! The client resolves a receiver's host itself and connects only to public addresses unless
-//! `dispatcher.allow_private_addresses` (`address.rs` says why).
+//! `dispatcher.allow_private_addresses` (core's `webhook/address.rs` says why).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,13 +20,13 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use ledgerboard_core::tls;
+use ledgerboard_core::webhook::address;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::address;
 use crate::metrics::Outcome;
 use crate::settings::DispatcherSettings;
 

@@ -7,10 +7,9 @@
 //! Here: the claim loop ([`Dispatcher::run`]); `lane.rs` (a lane's turn, a requeued parked
 //! event's delivery), `unsettled.rs` (leases whose claim's answer was lost, or that a turn could
 //! not give back), `deliver.rs` (one signed delivery and its span), `client.rs` (hyper over TCP
-//! or rustls, every step bounded), `address.rs` (the addresses a receiver may be at),
-//! `metrics.rs`, `settings.rs`.
+//! or rustls, every step bounded; the addresses a receiver may be at are core's
+//! `webhook/address.rs`), `metrics.rs`, `settings.rs`.
 
-mod address;
 mod client;
 mod deliver;
 mod lane;

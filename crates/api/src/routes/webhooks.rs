@@ -1,7 +1,8 @@
 //! Webhook subscriptions (admin scope): `POST/GET /v1/webhooks`, `GET/PATCH/DELETE
 //! /v1/webhooks/{id}`, `GET /v1/webhooks/{id}/parked`, `POST /v1/webhooks/{id}/parked/requeue`.
 //! The rules are core's (`webhook/`); the deliveries are the dispatcher's
-//! (docs/dispatcher.md). An `http://` URL is refused unless `api.webhook_allow_http`.
+//! (docs/dispatcher.md). An `http://` URL is refused unless `api.webhook_allow_http`, and one
+//! naming a non-public address unless `api.webhook_allow_private_addresses`.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -10,7 +11,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use ledgerboard_core::webhook::parked::{self, Parked};
 use ledgerboard_core::webhook::{
-    self, Change, Created, Detail, NewSubscription, Schemes, Subscription,
+    self, Change, Created, Detail, NewSubscription, Subscription, UrlRules,
 };
 use serde::{Deserialize, Serialize};
 
@@ -19,11 +20,10 @@ use crate::auth::Identity;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
-fn schemes(state: &AppState) -> Schemes {
-    if state.settings.webhook_allow_http {
-        Schemes::HttpAllowed
-    } else {
-        Schemes::HttpsOnly
+fn rules(state: &AppState) -> UrlRules {
+    UrlRules {
+        allow_http: state.settings.webhook_allow_http,
+        allow_private_addresses: state.settings.webhook_allow_private_addresses,
     }
 }
 
@@ -31,7 +31,9 @@ fn schemes(state: &AppState) -> Schemes {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    /// The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`).
+    /// The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`) at a
+    /// public address (a URL naming a loopback, private or link-local address is refused unless
+    /// `api.webhook_allow_private_addresses`).
     #[schema(example = "https://example.com/ledgerboard/events", max_length = 2048)]
     url: String,
     /// Only these kinds (absent or empty: every kind).
@@ -64,7 +66,7 @@ pub struct CreateWebhook {
         (status = 413, description = "body too large", body = ErrorBody),
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
-        (status = 422, description = "`invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret`", body = ErrorBody),
+        (status = 422, description = "`invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `webhook_private_address` (a non-public address without api.webhook_allow_private_addresses), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret`", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "webhooks",
@@ -88,7 +90,7 @@ pub async fn create(
         lanes: b.lanes,
         enabled: b.enabled,
     };
-    let created = webhook::create(&state.db, &new, schemes(&state)).await?;
+    let created = webhook::create(&state.db, &new, rules(&state)).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -218,7 +220,7 @@ pub struct UpdateWebhook {
         (status = 401, description = "no valid bearer token", body = ErrorBody),
         (status = 403, description = "the token lacks the admin scope", body = ErrorBody),
         (status = 404, description = "`webhook_unknown`", body = ErrorBody),
-        (status = 422, description = "`invalid_url`, `webhook_http_refused`, `invalid_kind`, `invalid_boards`", body = ErrorBody),
+        (status = 422, description = "`invalid_url`, `webhook_http_refused`, `webhook_private_address`, `invalid_kind`, `invalid_boards`", body = ErrorBody),
         (status = 503, description = "the database is unavailable", body = ErrorBody),
     ),
     tag = "webhooks",
@@ -240,7 +242,7 @@ pub async fn update(
         enabled: b.enabled,
     };
     Ok(Json(
-        webhook::update(&state.db, &id, &change, schemes(&state)).await?,
+        webhook::update(&state.db, &id, &change, rules(&state)).await?,
     ))
 }
 

@@ -8,7 +8,7 @@ use crate::console::{FORM, assert_no_leak, page, request};
 use axum::http::StatusCode;
 use common::{TestEnv, app_with, send_with_headers};
 use ledgerboard_core::db::Database;
-use ledgerboard_core::webhook::{self, NewSubscription, Schemes};
+use ledgerboard_core::webhook::{self, NewSubscription, UrlRules};
 use ledgerboard_testkit::TEST_TOKEN;
 
 #[tokio::test]
@@ -25,7 +25,7 @@ async fn the_console_shows_subscriptions_and_requeues_parked_deliveries() {
             secret: Some("a-secret-of-enough-length".into()),
             ..NewSubscription::default()
         },
-        Schemes::HttpsOnly,
+        UrlRules::STRICT,
     )
     .await
     .expect("subscription");

@@ -1,6 +1,7 @@
 //! Webhook subscriptions through the api: admin only, created with the secret shown once,
-//! http:// refused unless `api.webhook_allow_http`, read, changed, listed, their parked
-//! deliveries listed and requeued, deleted; every refusal with its stable code.
+//! http:// refused unless `api.webhook_allow_http` and a non-public address unless
+//! `api.webhook_allow_private_addresses`, read, changed, listed, their parked deliveries listed
+//! and requeued, deleted; every refusal with its stable code.
 
 use crate::common;
 
@@ -13,13 +14,17 @@ use serde_json::{Value, json};
 const READER: &str = "reader-token";
 const ADMIN: &str = "admin-token";
 
-async fn api(allow_http: bool) -> TestApi {
+async fn api(allow_http: bool, allow_private_addresses: bool) -> TestApi {
     let tokens = format!(
         "reader={}@read;ops={}@admin",
         hash_token(READER),
         hash_token(ADMIN)
     );
-    test_api(tokens, |s| s.api.webhook_allow_http = allow_http).await
+    test_api(tokens, |s| {
+        s.api.webhook_allow_http = allow_http;
+        s.api.webhook_allow_private_addresses = allow_private_addresses;
+    })
+    .await
 }
 
 async fn call(
@@ -49,7 +54,7 @@ fn code(body: &Value) -> &str {
 
 #[tokio::test]
 async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
-    let api = api(false).await;
+    let api = api(false, false).await;
     let hook = json!({"url": "https://example.com/hooks", "kinds": ["score.accepted"], "lanes": 4});
     let (status, body) = call(&api, "POST", "/v1/webhooks", READER, Some(hook.clone())).await;
     assert_eq!(
@@ -219,7 +224,7 @@ async fn webhooks_are_admin_only_created_read_changed_requeued_and_deleted() {
 
 #[tokio::test]
 async fn http_receivers_are_accepted_where_the_setting_allows_them() {
-    let api = api(true).await;
+    let api = api(true, true).await;
     let (status, created) = call(
         &api,
         "POST",
@@ -230,4 +235,82 @@ async fn http_receivers_are_accepted_where_the_setting_allows_them() {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     assert_eq!(created["secret"], "0123456789abcdef0123");
+}
+
+/// A URL naming a loopback, private or link-local address is refused when it is registered or
+/// changed to, with the address and its kind named, unless the setting allows it; a name is
+/// left to the dispatcher, which judges what it resolves to when it delivers.
+#[tokio::test]
+async fn receivers_at_non_public_addresses_are_refused_unless_the_setting_allows_them() {
+    let api = api(true, false).await;
+    for (url, named) in [
+        ("http://127.0.0.1:9000/h", "127.0.0.1 is a loopback address"),
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 is a link-local address",
+        ),
+        (
+            "https://[fd00::7]/h",
+            "fd00::7 is a private (unique local) address",
+        ),
+        ("http://localhost:9000/h", "localhost is a loopback address"),
+    ] {
+        let (status, body) = call(
+            &api,
+            "POST",
+            "/v1/webhooks",
+            ADMIN,
+            Some(json!({"url": url})),
+        )
+        .await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNPROCESSABLE_ENTITY, "webhook_private_address"),
+            "{url}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains(named) && message.contains("api.webhook_allow_private_addresses"),
+            "{url}: {message}"
+        );
+    }
+    let (status, listed) = call(&api, "GET", "/v1/webhooks", ADMIN, None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(
+        listed["webhooks"],
+        json!([]),
+        "nothing refused was stored: {listed}"
+    );
+
+    // A public one is created, and cannot be moved to a private address afterwards.
+    let (status, created) = call(
+        &api,
+        "POST",
+        "/v1/webhooks",
+        ADMIN,
+        Some(json!({"url": "https://receiver.example/h"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap_or_default();
+    let path = format!("/v1/webhooks/{id}");
+    let (status, body) = call(
+        &api,
+        "PATCH",
+        &path,
+        ADMIN,
+        Some(json!({"url": "http://10.0.0.8/h"})),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "webhook_private_address"),
+        "{body}"
+    );
+    let (status, read) = call(&api, "GET", &path, ADMIN, None).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(
+        read["url"], "https://receiver.example/h",
+        "unchanged: {read}"
+    );
 }

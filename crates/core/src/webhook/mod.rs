@@ -14,9 +14,12 @@
 //! - [`signature`]: `Ledgerboard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 //!   "{t}.{body}">` and [`signature::verify`], the receiver's check.
 //! - [`status`]: what the dispatcher's gauges sample.
+//! - [`address`]: which addresses a receiver may be at (the dispatcher judges every address it
+//!   resolves; a URL naming a non-public one outright is refused when it is registered).
 //!
 //! Above `events` (it renders events with `events::render`), below `daemon`.
 
+pub mod address;
 pub mod lane;
 pub mod parked;
 pub mod signature;
@@ -147,11 +150,28 @@ pub struct Change {
     pub enabled: Option<bool>,
 }
 
-/// Whether `http://` URLs are accepted: only for local stacks and tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Schemes {
-    HttpsOnly,
-    HttpAllowed,
+/// Which receiver URLs are accepted beyond public `https://` ones. Production accepts neither
+/// ([`UrlRules::STRICT`]); local stacks and tests, whose receivers listen on loopback, both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UrlRules {
+    /// `http://` URLs (the api's `api.webhook_allow_http`, lbctl's `--allow-http`).
+    pub allow_http: bool,
+    /// URLs that name a loopback, private, link-local or other non-public address outright
+    /// (the api's `api.webhook_allow_private_addresses`, lbctl's `--allow-private-addresses`).
+    pub allow_private_addresses: bool,
+}
+
+impl UrlRules {
+    /// Public `https://` receivers only.
+    pub const STRICT: Self = Self {
+        allow_http: false,
+        allow_private_addresses: false,
+    };
+    /// `http://` and non-public addresses too: local stacks, tests and the bench.
+    pub const LOCAL: Self = Self {
+        allow_http: true,
+        allow_private_addresses: true,
+    };
 }
 
 /// Why a subscription was not created or changed. `code()` is the api's.
@@ -163,6 +183,10 @@ pub enum WebhookError {
         "url: http:// is refused (only https:// receivers are delivered to; a local stack allows http with api.webhook_allow_http, lbctl with --allow-http)"
     )]
     HttpRefused,
+    #[error(
+        "url: {host} is a {kind} address: only receivers at public addresses are delivered to (a local stack allows others with api.webhook_allow_private_addresses, lbctl with --allow-private-addresses)"
+    )]
+    PrivateAddress { host: String, kind: &'static str },
     #[error(transparent)]
     InvalidKind(EventsError),
     #[error("boards: {0}")]
@@ -184,6 +208,7 @@ impl WebhookError {
         match self {
             Self::InvalidUrl(_) => "invalid_url",
             Self::HttpRefused => "webhook_http_refused",
+            Self::PrivateAddress { .. } => "webhook_private_address",
             Self::InvalidKind(_) => "invalid_kind",
             Self::InvalidBoards(_) => "invalid_boards",
             Self::InvalidLanes => "invalid_lanes",
@@ -200,10 +225,12 @@ impl From<tokio_postgres::Error> for WebhookError {
     }
 }
 
-/// A receiver's URL: absolute, `https` (or `http` when `schemes` allows it), with a host, no
-/// credentials and no fragment. Credentials are refused because listings show the URL; the
-/// signature is what authenticates a delivery.
-pub fn check_url(raw: &str, schemes: Schemes) -> Result<url::Url, WebhookError> {
+/// A receiver's URL: absolute, `https` (or `http` when `rules` allow it), with a host that
+/// does not name a non-public address outright (unless `rules` allow it: [`address::named`]),
+/// no credentials and no fragment. Credentials are refused because listings show the URL; the
+/// signature is what authenticates a delivery. A host name is judged again by the dispatcher,
+/// against the addresses it resolves to when it delivers.
+pub fn check_url(raw: &str, rules: UrlRules) -> Result<url::Url, WebhookError> {
     if raw.len() > MAX_URL_LEN {
         return Err(WebhookError::InvalidUrl(format!(
             "longer than {MAX_URL_LEN} bytes"
@@ -212,7 +239,7 @@ pub fn check_url(raw: &str, schemes: Schemes) -> Result<url::Url, WebhookError> 
     let url = url::Url::parse(raw).map_err(|e| WebhookError::InvalidUrl(e.to_string()))?;
     match url.scheme() {
         "https" => {}
-        "http" if schemes == Schemes::HttpAllowed => {}
+        "http" if rules.allow_http => {}
         "http" => return Err(WebhookError::HttpRefused),
         other => {
             return Err(WebhookError::InvalidUrl(format!(
@@ -230,6 +257,11 @@ pub fn check_url(raw: &str, schemes: Schemes) -> Result<url::Url, WebhookError> 
     }
     if url.fragment().is_some() {
         return Err(WebhookError::InvalidUrl("a fragment is never sent".into()));
+    }
+    if !rules.allow_private_addresses
+        && let Some((host, kind)) = address::named(&url)
+    {
+        return Err(WebhookError::PrivateAddress { host, kind });
     }
     Ok(url)
 }
@@ -281,12 +313,12 @@ mod tests {
 
     #[test]
     fn urls_are_https_with_a_host_and_no_credentials() {
-        assert!(check_url("https://example.com/hook", Schemes::HttpsOnly).is_ok());
+        assert!(check_url("https://example.com/hook", UrlRules::STRICT).is_ok());
         assert!(matches!(
-            check_url("http://example.com/hook", Schemes::HttpsOnly),
+            check_url("http://example.com/hook", UrlRules::STRICT),
             Err(WebhookError::HttpRefused)
         ));
-        assert!(check_url("http://127.0.0.1:9/hook", Schemes::HttpAllowed).is_ok());
+        assert!(check_url("http://127.0.0.1:9/hook", UrlRules::LOCAL).is_ok());
         for bad in [
             "ftp://example.com/",
             "https://user:pw@example.com/",
@@ -294,9 +326,60 @@ mod tests {
             "not a url",
             "https://",
         ] {
-            let e = check_url(bad, Schemes::HttpAllowed).expect_err(bad);
+            let e = check_url(bad, UrlRules::LOCAL).expect_err(bad);
             assert_eq!(e.code(), "invalid_url", "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_url_naming_a_non_public_address_is_refused_unless_allowed() {
+        let https_only = UrlRules {
+            allow_http: true,
+            ..UrlRules::STRICT
+        };
+        for (url, host, kind) in [
+            ("https://127.0.0.1/h", "127.0.0.1", "loopback"),
+            // The URL parser's spellings of one address: decimal and hexadecimal.
+            ("https://2130706433/h", "127.0.0.1", "loopback"),
+            ("https://0x7f.1/h", "127.0.0.1", "loopback"),
+            (
+                "https://169.254.169.254/latest/meta-data",
+                "169.254.169.254",
+                "link-local",
+            ),
+            ("http://10.1.2.3:8080/h", "10.1.2.3", "private"),
+            ("https://[::1]/h", "::1", "loopback"),
+            (
+                "https://[::ffff:192.168.0.9]/h",
+                "::ffff:192.168.0.9",
+                "private",
+            ),
+            ("https://LocalHost./h", "localhost", "loopback"),
+            ("https://api.localhost/h", "api.localhost", "loopback"),
+        ] {
+            match check_url(url, https_only) {
+                Err(WebhookError::PrivateAddress { host: h, kind: k }) => {
+                    assert_eq!((h.as_str(), k), (host, kind), "{url}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+            assert!(check_url(url, UrlRules::LOCAL).is_ok(), "{url}");
+        }
+        // Names are the dispatcher's to judge when it delivers, as are public addresses.
+        for url in [
+            "https://8.8.8.8/h",
+            "https://[2606:4700::1111]/h",
+            "https://localhost.example/h",
+        ] {
+            assert!(check_url(url, UrlRules::STRICT).is_ok(), "{url}");
+        }
+        let e = check_url("https://10.0.0.1/", UrlRules::STRICT).expect_err("private");
+        assert_eq!(e.code(), "webhook_private_address");
+        assert!(
+            e.to_string()
+                .contains("api.webhook_allow_private_addresses"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use tokio_postgres::types::Type;
 
 use super::signature::generate_secret;
 use super::{
-    Change, Created, Detail, Gap, LaneStatus, MAX_LANES, MAX_PAGE, NewSubscription, Schemes,
-    Subscription, WebhookError, check_boards, check_kinds, check_secret, check_url,
+    Change, Created, Detail, Gap, LaneStatus, MAX_LANES, MAX_PAGE, NewSubscription, Subscription,
+    UrlRules, WebhookError, check_boards, check_kinds, check_secret, check_url,
 };
 use crate::db::{Database, Op, Statement, StoreError};
 
@@ -96,9 +96,9 @@ fn new_id() -> String {
 pub async fn create(
     db: &Database,
     new: &NewSubscription,
-    schemes: Schemes,
+    rules: UrlRules,
 ) -> Result<Created, WebhookError> {
-    let url = check_url(&new.url, schemes)?;
+    let url = check_url(&new.url, rules)?;
     let kinds = check_kinds(&new.kinds)?;
     let boards = check_boards(&new.boards)?;
     let lanes = new.lanes.unwrap_or(1);
@@ -195,12 +195,12 @@ pub async fn update(
     db: &Database,
     id: &str,
     change: &Change,
-    schemes: Schemes,
+    rules: UrlRules,
 ) -> Result<Subscription, WebhookError> {
     let url = change
         .url
         .as_deref()
-        .map(|u| check_url(u, schemes).map(|u| u.to_string()))
+        .map(|u| check_url(u, rules).map(|u| u.to_string()))
         .transpose()?;
     let kinds = change.kinds.as_deref().map(check_kinds).transpose()?;
     let boards = change.boards.as_deref().map(check_boards).transpose()?;

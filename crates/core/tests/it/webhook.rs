@@ -11,7 +11,7 @@ use ledgerboard_core::board::{self, apply_score_command};
 use ledgerboard_core::events::sequence::{sequence_all, sweep};
 use ledgerboard_core::model::{BoardId, Submitted};
 use ledgerboard_core::webhook::lane::{self, Circuit, Failure};
-use ledgerboard_core::webhook::{self, Change, NewSubscription, Schemes, WebhookError, parked};
+use ledgerboard_core::webhook::{self, Change, NewSubscription, UrlRules, WebhookError, parked};
 use serde_json::Number;
 use uuid::Uuid;
 
@@ -75,7 +75,7 @@ async fn subscriptions_are_checked_and_start_at_the_head() {
             "invalid_secret",
         ),
     ] {
-        let e = webhook::create(&env.db, &bad, Schemes::HttpsOnly)
+        let e = webhook::create(&env.db, &bad, UrlRules::STRICT)
             .await
             .expect_err("refused");
         assert_eq!(e.code(), code, "{e}");
@@ -87,7 +87,7 @@ async fn subscriptions_are_checked_and_start_at_the_head() {
             boards: vec!["w1".into()],
             ..new("https://example.com/h", 4)
         },
-        Schemes::HttpsOnly,
+        UrlRules::STRICT,
     )
     .await
     .expect("created");
@@ -111,7 +111,7 @@ async fn subscriptions_are_checked_and_start_at_the_head() {
             boards: Some(vec![]),
             ..Change::default()
         },
-        Schemes::HttpsOnly,
+        UrlRules::STRICT,
     )
     .await
     .expect("update");
@@ -130,15 +130,11 @@ async fn subscriptions_are_checked_and_start_at_the_head() {
 async fn lanes_are_leased_fenced_failed_parked_and_the_circuit_opens_and_tries_once() {
     let env = env().await;
     let definitions = Definitions::new(Duration::from_secs(60));
-    let sub = webhook::create(
-        &env.db,
-        &new("https://example.com/h", 2),
-        Schemes::HttpsOnly,
-    )
-    .await
-    .expect("created")
-    .subscription
-    .id;
+    let sub = webhook::create(&env.db, &new("https://example.com/h", 2), UrlRules::STRICT)
+        .await
+        .expect("created")
+        .subscription
+        .id;
     // Nothing to deliver: nothing is claimed.
     assert!(
         lane::claim(&env.db, "a/0", LEASE, 10, CIRCUIT)
@@ -365,21 +361,17 @@ async fn a_sparse_lane_moves_by_windows_and_retention_keeps_what_it_has_not_had(
             boards: vec!["rare".into()],
             ..new("https://example.com/h", 1)
         },
-        Schemes::HttpsOnly,
+        UrlRules::STRICT,
     )
     .await
     .expect("created")
     .subscription
     .id;
-    let other = webhook::create(
-        &env.db,
-        &new("https://example.com/o", 1),
-        Schemes::HttpsOnly,
-    )
-    .await
-    .expect("created")
-    .subscription
-    .id;
+    let other = webhook::create(&env.db, &new("https://example.com/o", 1), UrlRules::STRICT)
+        .await
+        .expect("created")
+        .subscription
+        .id;
     webhook::update(
         &env.db,
         &other,
@@ -387,7 +379,7 @@ async fn a_sparse_lane_moves_by_windows_and_retention_keeps_what_it_has_not_had(
             enabled: Some(false),
             ..Change::default()
         },
-        Schemes::HttpsOnly,
+        UrlRules::STRICT,
     )
     .await
     .expect("disable");

@@ -20,7 +20,7 @@ use ledgerboard_core::board::{self, apply_score_command, definition};
 use ledgerboard_core::db::Database;
 use ledgerboard_core::model::{BoardId, Submitted};
 use ledgerboard_core::webhook::signature::{self, VerifyError};
-use ledgerboard_core::webhook::{self, NewSubscription, Schemes};
+use ledgerboard_core::webhook::{self, NewSubscription, UrlRules};
 use ledgerboard_dispatcher::Dispatcher;
 use ledgerboard_dispatcher::settings::Sections;
 use tokio_util::sync::CancellationToken;
@@ -340,7 +340,7 @@ pub async fn subscribe_url(db: &Database, receiver: &Receiver, url: String) -> S
 }
 
 async fn subscribe_as(db: &Database, receiver: &Receiver, new: &NewSubscription) -> String {
-    let created = webhook::create(db, new, Schemes::HttpAllowed)
+    let created = webhook::create(db, new, UrlRules::LOCAL)
         .await
         .expect("subscribe");
     receiver.set_secret(&created.secret);

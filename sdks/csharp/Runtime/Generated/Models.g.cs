@@ -814,7 +814,9 @@ namespace Ledgerboard.Client.Models
         public string Secret { get; set; }
 
         /// <summary>
-        /// The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`).
+        /// The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`) at a
+        /// public address (a URL naming a loopback, private or link-local address is refused unless
+        /// `api.webhook_allow_private_addresses`).
         /// </summary>
         public string Url { get; set; }
 

@@ -902,7 +902,9 @@ export interface components {
              */
             secret?: string | null;
             /**
-             * @description The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`).
+             * @description The receiver: an `https://` URL (`http://` only where `api.webhook_allow_http`) at a
+             *     public address (a URL naming a loopback, private or link-local address is refused unless
+             *     `api.webhook_allow_private_addresses`).
              * @example https://example.com/ledgerboard/events
              */
             url: string;
@@ -4275,7 +4277,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret` */
+            /** @description `invalid_url`, `webhook_http_refused` (http:// without api.webhook_allow_http), `webhook_private_address` (a non-public address without api.webhook_allow_private_addresses), `invalid_kind`, `invalid_boards`, `invalid_lanes`, `invalid_secret` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4481,7 +4483,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_url`, `webhook_http_refused`, `invalid_kind`, `invalid_boards` */
+            /** @description `invalid_url`, `webhook_http_refused`, `webhook_private_address`, `invalid_kind`, `invalid_boards` */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -10,6 +10,23 @@ async fn a_webhook_is_created_shown_updated_requeued_and_deleted() {
     // http:// is refused without --allow-http, and says how to allow it.
     let (ok, _, err) = lbctl(&db, &["webhook", "create", "--url", "http://127.0.0.1:9/h"]);
     assert!(!ok && err.contains("http://"), "{err}");
+    // A loopback address is refused without --allow-private-addresses, naming it and the flag;
+    // with both flags it is a local receiver like any other.
+    let local = [
+        "webhook",
+        "create",
+        "--url",
+        "http://127.0.0.1:9/h",
+        "--allow-http",
+    ];
+    let (ok, _, err) = lbctl(&db, &local);
+    assert!(
+        !ok && err.contains("127.0.0.1 is a loopback address")
+            && err.contains("--allow-private-addresses"),
+        "{err}"
+    );
+    let (ok, _, err) = lbctl(&db, &[&local[..], &["--allow-private-addresses"]].concat());
+    assert!(ok, "{err}");
     let (ok, out, err) = lbctl(
         &db,
         &[

@@ -8,6 +8,12 @@
 //! addresses only: it resolves the host itself, judges every address, and connects to an
 //! address it judged, never to the name again, so a DNS answer that changes between the check
 //! and the connection (rebinding) cannot move a delivery inside.
+//!
+//! A URL that names such an address outright (an IP literal, or `localhost`) is refused when it
+//! is registered too ([`named`], unless `api.webhook_allow_private_addresses`): its owner
+//! learns at once, from a 422, what the dispatcher would otherwise only record as each
+//! delivery's error. A name is not resolved then: what it resolves to can change before a
+//! delivery, so the dispatcher's check stays the one that decides.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -21,6 +27,21 @@ pub fn private_kind(ip: IpAddr) -> Option<&'static str> {
             Some(v4) => v4_kind(v4),
             None => v6_kind(v6),
         },
+    }
+}
+
+/// The non-public address `url`'s host names outright, as the error spells it, and its kind:
+/// an IP literal (in any spelling the URL parser reads: `2130706433` is `127.0.0.1`), or
+/// `localhost` and names under it, which resolve to loopback (RFC 6761). None for any other
+/// name, and for a public address.
+pub fn named(url: &url::Url) -> Option<(String, &'static str)> {
+    match url.host()? {
+        url::Host::Ipv4(ip) => v4_kind(ip).map(|kind| (ip.to_string(), kind)),
+        url::Host::Ipv6(ip) => private_kind(IpAddr::V6(ip)).map(|kind| (ip.to_string(), kind)),
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            (name == "localhost" || name.ends_with(".localhost")).then_some((name, "loopback"))
+        }
     }
 }
 
