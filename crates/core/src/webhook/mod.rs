@@ -236,7 +236,7 @@ pub fn check_url(raw: &str, rules: UrlRules) -> Result<url::Url, WebhookError> {
             "longer than {MAX_URL_LEN} bytes"
         )));
     }
-    let url = url::Url::parse(raw).map_err(|e| WebhookError::InvalidUrl(e.to_string()))?;
+    let url = url::Url::parse(raw).map_err(|e| WebhookError::InvalidUrl(unparsable(e).into()))?;
     match url.scheme() {
         "https" => {}
         "http" if rules.allow_http => {}
@@ -264,6 +264,22 @@ pub fn check_url(raw: &str, rules: UrlRules) -> Result<url::Url, WebhookError> {
         return Err(WebhookError::PrivateAddress { host, kind });
     }
     Ok(url)
+}
+
+/// Why a URL did not parse, in this service's words rather than the URL crate's.
+fn unparsable(e: url::ParseError) -> &'static str {
+    use url::ParseError as P;
+    match e {
+        P::RelativeUrlWithoutBase | P::RelativeUrlWithCannotBeABaseBase => {
+            "not an absolute URL (https://host/path)"
+        }
+        P::EmptyHost => "no host",
+        P::InvalidPort => "the port is not a number from 0 to 65535",
+        P::InvalidIpv4Address => "the host is not a valid IPv4 address",
+        P::InvalidIpv6Address => "the host is not a valid IPv6 address",
+        P::InvalidDomainCharacter | P::IdnaError => "the host is not a valid domain name",
+        _ => "not a URL",
+    }
 }
 
 /// Kind names, each known ([`Kind::parse`]), without repeats, in the order given.
@@ -319,15 +335,25 @@ mod tests {
             Err(WebhookError::HttpRefused)
         ));
         assert!(check_url("http://127.0.0.1:9/hook", UrlRules::LOCAL).is_ok());
-        for bad in [
-            "ftp://example.com/",
-            "https://user:pw@example.com/",
-            "https://example.com/#x",
-            "not a url",
-            "https://",
+        for (bad, why) in [
+            ("ftp://example.com/", "scheme \"ftp\""),
+            ("https://user:pw@example.com/", "credentials"),
+            ("https://example.com/#x", "fragment"),
+            ("not a url", "url: not an absolute URL (https://host/path)"),
+            ("https://", "url: no host"),
+            (
+                "https://example.com:99999/",
+                "url: the port is not a number",
+            ),
+            ("https://[::1/", "url: the host is not a valid IPv6 address"),
+            (
+                "https://exa mple.com/",
+                "url: the host is not a valid domain name",
+            ),
         ] {
             let e = check_url(bad, UrlRules::LOCAL).expect_err(bad);
             assert_eq!(e.code(), "invalid_url", "{bad}: {e}");
+            assert!(e.to_string().contains(why), "{bad}: {e}");
         }
     }
 
