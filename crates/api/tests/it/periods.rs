@@ -2,10 +2,9 @@
 //! posts to its current period, a reset opens the next one, and `period=current`, `previous`
 //! and a period id read the same from PostgreSQL (`strong`) and the projection (`eventual`),
 //! each answer naming its period. Where a period starts by the schedule is core's test
-//! (`core/tests/periods.rs`: daily, weekly, monthly in a zone, every n seconds).
+//! (`core/tests/it/periods/schedule.rs`: daily, weekly, monthly in a zone, every n seconds).
 
 use crate::common;
-
 use std::time::Duration;
 
 use axum::Router;
