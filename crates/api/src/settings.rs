@@ -210,7 +210,7 @@ pub enum ReadAccess {
 #[serde(default)]
 pub struct AuthSettings {
     /// Bearer tokens as `name=<sha256 hex>@scope[,scope]` entries separated by `;` (see
-    /// core's `auth.rs`). Empty: no token exists, and every score command is refused. Never
+    /// core's `auth/mod.rs`). Empty: no token exists, and every score command is refused. Never
     /// shown: the digests say who may write.
     pub tokens: Secret,
     pub reads: ReadAccess,

@@ -26,8 +26,8 @@
 //! up to the tie (`"\x02" <n> <col2> [<col3>]`), at the member's score (`lua/members.lua`).
 //!
 //! The scripts spell the same in Lua (`lua/members.lua`: `member_of`, `parse_stored`,
-//! `user_of`); the tests below and `core/tests/it/member_order.rs` hold the two spellings
-//! together.
+//! `user_of`); the tests below, the reconciler's `tests/it/earliest.rs` (Lua's members against
+//! these) and the api's `tests/it/board_columns.rs` hold the two spellings together.
 
 use crate::model::Key;
 
