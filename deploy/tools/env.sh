@@ -12,9 +12,9 @@ LB_TOOLS_DIR="$LB_ROOT/deploy/tools"
 # Debian packages per purpose. up: the servers `just up` reuses or starts, and their clients.
 # test adds: pgbench (postgresql-contrib) and redis-benchmark (redis-tools), the benchmark's
 # limits; promtool (prometheus) for the alert rules; pgbouncer, which
-# crates/api/tests/pgbouncer.rs starts as its own (the package's service is not needed);
+# crates/api/tests/it/pgbouncer.rs starts as its own (the package's service is not needed);
 # kubectl, which renders the Kubernetes overlays; the DejaVu font of the benchmark's lag plot;
-# chromium and chromium-driver: the console's browser tests, crates/system-tests/tests/console.rs,
+# chromium and chromium-driver: the console's browser tests, crates/system-tests/tests/it/console.rs,
 # drive chromium through chromedriver; mono-mcs and mono-devel: the C# SDK (sdks/csharp) is
 # compiled with mcs and its tests run under mono (crates/system-tests/tests/it/sdks.rs).
 LB_APT_UP=(postgresql postgresql-client redis-server redis-tools)

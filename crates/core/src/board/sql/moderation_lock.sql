@@ -7,7 +7,7 @@
 -- visible after its ban. It sees a removal's removed_entries row too, so a new entry continues
 -- from the removed one's version (a command whose snapshot predated the removal's commit, its
 -- insert waiting on the deleted row, started again from version 1, below the tombstone:
--- tests/moderation_race.rs). The wait is bounded by definition_lock_timeout.sql (2 s, then 503
+-- tests/it/moderation_race.rs). The wait is bounded by definition_lock_timeout.sql (2 s, then 503
 -- contended); it holds commands on every board for the milliseconds a moderation takes, as a
 -- change of a board's rule does.
 LOCK TABLE user_scores IN SHARE MODE

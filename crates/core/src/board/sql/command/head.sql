@@ -33,7 +33,7 @@
 -- Earliest boards: a member whose tuple changes draws its tie from user_scores_reached_seq.
 -- The draw happens once per statement in `go` and is only kept when the score changes (gaps
 -- are harmless).
--- It does not NOTIFY: wakeup.rs wakes the projectors after the commit (see outbox_wakeup.sql).
+-- It does not NOTIFY: db/wakeup.rs wakes the projectors after the commit (see outbox/wakeup.sql).
 -- Repeat: `prior` returns the recorded event and nothing is written. Another revision: one
 -- row saying so ('stale_definition'), nothing written; the caller reloads the definition.
 -- Moderation (V6, board/moderation.rs): a new entry of a banned user is written hidden and its
