@@ -83,10 +83,11 @@ async fn main() -> ExitCode {
     let args = Args::parse();
     // The daemons' telemetry, so that the figures include its cost: every metric recorded,
     // and the request and batch spans created (at info, as in a daemon), with the rest of
-    // the logs kept to warnings.
+    // the logs kept to warnings, written as JSON as the Kubernetes configmap has them (the
+    // JSON layer formats every span's fields, which costs more than the human format).
     let log = ledgerboard_core::config::LogSettings {
         filter: "warn,ledgerboard_api::observe=info,ledgerboard_projector::worker=info".into(),
-        ..Default::default()
+        format: ledgerboard_core::config::LogFormat::Json,
     };
     let _telemetry = if args.without_telemetry {
         ledgerboard_core::telemetry::init_logging(&ledgerboard_core::config::LogSettings {
